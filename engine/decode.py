@@ -1,0 +1,253 @@
+"""Greedy generation loops: autoregressive, DFlash (linear verify) and DDTree (tree verify).
+
+Every loop is lossless: the target's argmax decides every committed token, so all three
+methods emit the same tokens; the drafter only changes how many are committed per target
+forward. Each verify round reports its commit length (accepted drafts + the bonus token,
+the tau of the papers), the context length it ran at, and where its time went; decode
+throughput is then exactly sum(commit) / sum(step time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from engine.drafter import DFlashDrafter, DraftSession
+from engine.model import Qwen3ForCausalLM
+from engine.tree import build_tree, follow_verified
+
+METHODS = ("ar", "dflash", "ddtree")
+
+
+@dataclass(frozen=True)
+class RoundStats:
+    commit_len: int      # tokens committed this round, incl. the bonus token (tau)
+    context_len: int     # tokens in the target KV cache when the round started
+    draft_ms: float
+    tree_ms: float
+    verify_ms: float
+    commit_ms: float
+    tree_nodes: int      # tokens verified incl. the root (1 for AR)
+
+    @property
+    def step_ms(self) -> float:
+        return self.draft_ms + self.tree_ms + self.verify_ms + self.commit_ms
+
+
+@dataclass
+class Step:
+    tokens: list[int]                 # newly emitted tokens, already cut at the stop
+    stats: RoundStats | None          # None for the prefill step
+    prefill_ms: float | None = None   # only on the prefill step
+    finish_reason: str | None = None  # on the last step: "stop" (EOS) or "length"
+
+
+@dataclass
+class Generation:
+    prompt_len: int
+    tokens: list[int] = field(default_factory=list)
+    rounds: list[RoundStats] = field(default_factory=list)
+    prefill_ms: float = 0.0
+    finish_reason: str = "length"
+
+    @property
+    def decode_ms(self) -> float:
+        return sum(r.step_ms for r in self.rounds)
+
+    @property
+    def decode_tokens(self) -> int:
+        """Tokens committed by verify rounds (the prefill's first token excluded)."""
+        return max(0, len(self.tokens) - 1)
+
+    @property
+    def commit_mean(self) -> float:
+        return sum(r.commit_len for r in self.rounds) / len(self.rounds) if self.rounds else 0.0
+
+    @property
+    def decode_tok_per_s(self) -> float:
+        ms = self.decode_ms
+        return 1000.0 * self.decode_tokens / ms if ms > 0 else 0.0
+
+
+class _Clock:
+    """Wall-clock phases; on CUDA, synchronise so a phase owns its kernels' time."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.t = time.perf_counter()
+
+    def lap(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        ms = (now - self.t) * 1000.0
+        self.t = now
+        return ms
+
+
+class Decoder:
+    def __init__(
+        self,
+        target: Qwen3ForCausalLM,
+        drafter: DFlashDrafter | None = None,
+        *,
+        method: str = "ddtree",
+        budget: int | None = None,
+        block_size: int | None = None,
+        draft_window: int | None = None,
+        max_context: int | None = None,
+    ):
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        if method != "ar" and drafter is None:
+            raise ValueError(f"method {method!r} needs a drafter")
+        self.target = target
+        self.drafter = drafter
+        self.method = method
+        self.block_size = block_size or (drafter.block_size if drafter is not None else 1)
+        if method != "ar" and self.block_size < 2:
+            raise ValueError("block size must be at least 2 for speculative decoding")
+        # DDTree's default budget: the chain length, i.e. one node per draft position.
+        self.budget = budget if budget is not None else self.block_size - 1
+        if draft_window is not None and draft_window < 1:
+            raise ValueError("draft window must be at least 1")
+        self.draft_window = draft_window
+        self.max_context = max_context or target.config.max_position_embeddings
+        self.layer_ids = list(drafter.target_layer_ids) if drafter is not None and method != "ar" else []
+
+    def new_draft_session(self) -> DraftSession:
+        assert self.drafter is not None
+        return DraftSession(self.drafter, self.max_context + self.block_size, self.draft_window)
+
+    def generate(self, prompt_ids: list[int], *, max_new_tokens: int,
+                 eos_token_ids: Iterable[int] = (), ignore_eos: bool = False) -> Generation:
+        gen = Generation(prompt_len=len(prompt_ids))
+        for step in self.stream(prompt_ids, max_new_tokens=max_new_tokens,
+                                eos_token_ids=eos_token_ids, ignore_eos=ignore_eos):
+            gen.tokens.extend(step.tokens)
+            if step.stats is not None:
+                gen.rounds.append(step.stats)
+            if step.prefill_ms is not None:
+                gen.prefill_ms = step.prefill_ms
+            if step.finish_reason:
+                gen.finish_reason = step.finish_reason
+        return gen
+
+    @torch.inference_mode()
+    def stream(self, prompt_ids: list[int], *, max_new_tokens: int,
+               eos_token_ids: Iterable[int] = (), ignore_eos: bool = False) -> Iterator[Step]:
+        n = len(prompt_ids)
+        if n == 0:
+            raise ValueError("the prompt is empty")
+        if n >= self.max_context:
+            raise ValueError(f"the prompt ({n} tokens) leaves no room in the {self.max_context}-token context")
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be at least 1")
+        eos = set() if ignore_eos else set(eos_token_ids)
+        target = self.target
+        dev = target.device
+        cache = target.new_cache(self.max_context)
+        session = self.new_draft_session() if self.method != "ar" else None
+        limit = min(max_new_tokens, self.max_context - n)  # tokens we may still emit
+        emitted = 0
+
+        def cut(tokens: list[int]) -> tuple[list[int], str | None]:
+            nonlocal emitted
+            reason = None
+            for i, t in enumerate(tokens):
+                if t in eos:
+                    tokens, reason = tokens[: i + 1], "stop"
+                    break
+            room = limit - emitted
+            if len(tokens) > room:
+                tokens, reason = tokens[:room], "length"
+            elif len(tokens) == room and reason is None:
+                reason = "length"
+            emitted += len(tokens)
+            return tokens, reason
+
+        clock = _Clock(dev)
+        ids = torch.tensor([prompt_ids], dtype=torch.long, device=dev)
+        logits, hidden = target(ids, torch.arange(n, device=dev)[None], cache,
+                                output_layers=self.layer_ids, logits_rows=slice(-1, None))
+        bonus = int(logits[0, -1].argmax())
+        if session is not None:
+            session.add_context(hidden)
+        first, reason = cut([bonus])
+        yield Step(first, None, prefill_ms=clock.lap(), finish_reason=reason)
+        if reason:
+            return
+
+        start = n  # position of the bonus token; the target cache holds [0, start)
+        round_fn = {"ar": self._ar_round, "dflash": self._dflash_round, "ddtree": self._ddtree_round}[self.method]
+        while True:
+            new_tokens, stats = round_fn(cache, session, bonus, start, clock)
+            start += stats.commit_len
+            bonus = new_tokens[-1]
+            out, reason = cut(new_tokens)
+            yield Step(out, stats, finish_reason=reason)
+            if reason:
+                return
+
+    # Each round returns the tokens it commits after the old bonus: the accepted drafts
+    # followed by the new bonus, so len == commit length.
+
+    def _ar_round(self, cache, session, bonus, start, clock):
+        dev = self.target.device
+        ctx = cache.length
+        clock.lap()
+        logits, _ = self.target(torch.tensor([[bonus]], device=dev), torch.tensor([[start]], device=dev), cache)
+        nxt = int(logits[0, -1].argmax())
+        verify = clock.lap()
+        return [nxt], RoundStats(1, ctx, 0.0, 0.0, verify, 0.0, 1)
+
+    def _room(self, start: int) -> int:
+        """Verify rows that still fit in the context after `start`."""
+        return self.max_context - start
+
+    def _dflash_round(self, cache, session: DraftSession, bonus, start, clock):
+        dev = self.target.device
+        ctx = cache.length
+        clock.lap()
+        block = min(self.block_size, self._room(start))
+        drafts = session.propose(bonus, start, self.block_size)[: block - 1].argmax(-1)
+        draft_ms = clock.lap()
+        ids = torch.cat([torch.tensor([bonus], device=dev), drafts])[None]
+        pos = torch.arange(start, start + ids.shape[1], device=dev)[None]
+        logits, hidden = self.target(ids, pos, cache, output_layers=self.layer_ids)
+        post = logits[0].argmax(-1)
+        verify_ms = clock.lap()
+        matches = (drafts == post[:-1]).int()
+        accepted = int(matches.cumprod(0).sum())
+        commit = accepted + 1
+        cache.crop(start + commit)
+        session.add_context([h[:, :commit] for h in hidden])
+        tokens = drafts[:accepted].tolist() + [int(post[accepted])]
+        commit_ms = clock.lap()
+        return tokens, RoundStats(commit, ctx, draft_ms, 0.0, verify_ms, commit_ms, ids.shape[1])
+
+    def _ddtree_round(self, cache, session: DraftSession, bonus, start, clock):
+        dev = self.target.device
+        ctx = cache.length
+        clock.lap()
+        draft_logits = session.propose(bonus, start, self.block_size)
+        draft_ms = clock.lap()
+        budget = min(self.budget, self._room(start) - 1)
+        tree = build_tree(bonus, draft_logits, budget)
+        ids = torch.tensor([tree.tokens], device=dev)
+        pos = tree.position_ids(start, dev)
+        mask = tree.attention_mask(ctx, self.target.dtype, dev)
+        tree_ms = clock.lap()
+        logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
+        post = logits[0].argmax(-1).tolist()
+        verify_ms = clock.lap()
+        path, new_bonus = follow_verified(tree, post)
+        cache.compact(ctx, path)
+        idx = torch.tensor(path, device=dev)
+        session.add_context([h[:, idx] for h in hidden])
+        tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
+        commit_ms = clock.lap()
+        return tokens, RoundStats(len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree))

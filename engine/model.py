@@ -1,0 +1,264 @@
+"""Qwen3-architecture causal LM (the verify target), loadable from HF-layout checkpoints.
+
+RMSNorm, RoPE with configurable theta, grouped-query attention with per-head q/k RMSNorm,
+SwiGLU MLP, tied or untied LM head. Weight names follow transformers' Qwen3ForCausalLM so
+real checkpoints and our bundled one load the same way. `forward` takes explicit position
+ids and an additive mask over [past + new] rows: tree verification needs both (siblings
+share a position; each node sees only its ancestors).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.kvcache import KVCache
+
+
+@dataclass
+class Qwen3Config:
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int | None = None
+    rope_theta: float = 1_000_000.0
+    rms_norm_eps: float = 1e-6
+    tie_word_embeddings: bool = False
+    max_position_embeddings: int = 4096
+    eos_token_id: int | list[int] | None = None
+    bos_token_id: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Qwen3Config:
+        names = {f.name for f in fields(cls)} - {"extra"}
+        known = {k: v for k, v in d.items() if k in names}
+        rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
+        if "rope_theta" not in known and isinstance(rope, dict) and "rope_theta" in rope:
+            known["rope_theta"] = rope["rope_theta"]
+        return cls(**known, extra={k: v for k, v in d.items() if k not in names})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Qwen3Config:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_dict_base(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        d.update(self.extra)
+        d.setdefault("architectures", ["Qwen3ForCausalLM"])
+        d.setdefault("model_type", "qwen3")
+        d.setdefault("hidden_act", "silu")
+        d.setdefault("attention_bias", False)
+        d.setdefault("torch_dtype", "float32")
+        return d
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE tables. The inverse frequencies stay float32 on purpose: casting the model to
+    bf16 must not round them, or positions drift from the reference implementation."""
+
+    def __init__(self, head_dim: int, theta: float):
+        super().__init__()
+        self.head_dim = head_dim
+        self.theta = theta
+        self._inv_freq: dict[torch.device, torch.Tensor] = {}
+
+    def inv_freq(self, device: torch.device) -> torch.Tensor:
+        inv = self._inv_freq.get(device)
+        if inv is None:
+            exps = torch.arange(0, self.head_dim, 2, dtype=torch.int64, device=device).float()
+            inv = 1.0 / (self.theta ** (exps / self.head_dim))
+            self._inv_freq[device] = inv
+        return inv
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin of shape [1, 1, T, D] for position ids [1, T] (any order, repeats allowed)."""
+        freqs = positions[0].float()[:, None] * self.inv_freq(positions.device)[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype)[None, None], emb.sin().to(dtype)[None, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return x * cos + rotate_half(x) * sin
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden: int, inter: int):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, inter, bias=False)
+        self.up_proj = nn.Linear(hidden, inter, bias=False)
+        self.down_proj = nn.Linear(inter, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Attention(nn.Module):
+    """Qwen3 attention; `kv_input` lets the DFlash drafter inject context rows into K/V."""
+
+    def __init__(self, cfg: Qwen3Config):
+        super().__init__()
+        self.n_heads = cfg.num_attention_heads
+        self.n_kv = cfg.num_key_value_heads
+        self.head_dim = cfg.head_dim
+        h = cfg.hidden_size
+        self.q_proj = nn.Linear(h, self.n_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=False)
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        b, t, _ = x.shape
+        k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        return apply_rope(k, cos, sin), v
+
+    def project_q(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        b, t, _ = x.shape
+        q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
+        return apply_rope(q, cos, sin)
+
+    def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
+        if self.n_kv != self.n_heads:
+            rep = self.n_heads // self.n_kv
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+        b, _, t, _ = out.shape
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
+
+    def forward(self, x, cos, sin, cache: KVCache | None, layer: int, mask: torch.Tensor | None):
+        q = self.project_q(x, cos, sin)
+        k, v = self.project_kv(x, cos, sin)
+        if cache is not None:
+            k, v = cache.append(layer, k, v)
+        # Without an explicit mask: causal over the new rows with the whole past visible.
+        # SDPA's is_causal aligns top-left, so it is only right when there is no past.
+        is_causal = mask is None and q.shape[2] > 1 and k.shape[2] == q.shape[2]
+        if mask is None and q.shape[2] > 1 and not is_causal:
+            mask = causal_mask(q.shape[2], k.shape[2] - q.shape[2], x.dtype, x.device)
+        return self.attend(q, k, v, mask, is_causal)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: Qwen3Config):
+        super().__init__()
+        self.self_attn = Attention(cfg)
+        self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x, cos, sin, cache, layer, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, layer, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+def causal_mask(new: int, past: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """Additive [1, 1, new, past+new] mask: all past rows visible, causal over new rows."""
+    m = torch.full((new, past + new), torch.finfo(dtype).min, dtype=dtype, device=device)
+    m[:, :past] = 0
+    m[:, past:] = torch.triu(m[:, past:], diagonal=1)
+    return m[None, None]
+
+
+class Qwen3Model(nn.Module):
+    def __init__(self, cfg: Qwen3Config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.rotary_emb = RotaryEmbedding(cfg.head_dim, cfg.rope_theta)
+
+
+class Qwen3ForCausalLM(nn.Module):
+    def __init__(self, cfg: Qwen3Config):
+        super().__init__()
+        self.config = cfg
+        self.model = Qwen3Model(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    @property
+    def device(self) -> torch.device:
+        return self.lm_head.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.lm_head.weight.dtype
+
+    def new_cache(self, capacity: int | None = None) -> KVCache:
+        c = self.config
+        return KVCache(
+            c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
+            capacity or c.max_position_embeddings, device=self.device, dtype=self.dtype,
+        )
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.embed_tokens(ids)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: KVCache | None = None,
+        attn_mask: torch.Tensor | None = None,
+        output_layers: Sequence[int] = (),
+        logits_rows: slice | None = None,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits [1, T, V] and the outputs of decoder layers `output_layers`.
+
+        Layer l's output is what transformers calls hidden_states[l + 1]. `attn_mask` is
+        additive over [past + new] rows; None means causal. `logits_rows` restricts the
+        LM head to some rows (prefill only needs the last one).
+        """
+        x = self.model.embed_tokens(input_ids)
+        cos, sin = self.model.rotary_emb(position_ids, x.dtype)
+        wanted = set(output_layers)
+        hidden: dict[int, torch.Tensor] = {}
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, cos, sin, cache, i, attn_mask)
+            if i in wanted:
+                hidden[i] = x
+        if cache is not None:
+            cache.commit_append()
+        x = self.model.norm(x if logits_rows is None else x[:, logits_rows])
+        return self.lm_head(x), [hidden[i] for i in output_layers]

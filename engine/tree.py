@@ -1,0 +1,94 @@
+"""DDTree: the best-first draft tree under a node budget.
+
+The drafter gives independent per-position distributions q_1..q_L. The expected number of
+accepted tokens of a prefix-closed tree T is the sum of q(u) over its nodes, so the best
+tree with B nodes is the B most probable prefixes; a heap over (depth, rank) pops them in
+order of probability in O(B log B), and only the top-min(B, V) tokens of each depth matter.
+Node order is pop order, which is non-increasing in probability, so parent < child.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass
+class DraftTree:
+    tokens: list[int]            # [root] + node tokens, in node order
+    parents: list[int]           # parents[0] == -1
+    depths: list[int]            # root depth 0
+    child_maps: list[dict[int, int]]  # node -> {token: child node}
+    log_probs: list[float]       # log q(u) of each node's prefix; root 0.0
+    visibility: np.ndarray       # [N, N] bool, row i: ancestors of i and i itself
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def attention_mask(self, past_len: int, dtype: torch.dtype, device) -> torch.Tensor:
+        """Additive [1, 1, N, past+N]: the past is fully visible, tree rows see ancestors."""
+        n = len(self.tokens)
+        m = torch.zeros((n, past_len + n), dtype=dtype)
+        m[:, past_len:].masked_fill_(~torch.from_numpy(self.visibility), torch.finfo(dtype).min)
+        return m.to(device)[None, None]
+
+    def position_ids(self, start: int, device) -> torch.Tensor:
+        return (torch.tensor(self.depths, dtype=torch.long) + start).to(device)[None]
+
+
+def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> DraftTree:
+    """Best-first tree of at most `budget` nodes (plus the root) from logits [L, V]."""
+    depth_limit, vocab = draft_logits.shape
+    k = max(1, min(budget, vocab))
+    logp_t, tok_t = torch.log_softmax(draft_logits.float(), dim=-1).topk(k, dim=-1)
+    logp = logp_t.cpu().tolist()
+    tok = tok_t.cpu().tolist()
+
+    tokens = [root_token]
+    parents = [-1]
+    depths = [0]
+    child_maps: list[dict[int, int]] = [{}]
+    log_probs = [0.0]
+    if budget <= 0 or depth_limit == 0:
+        return DraftTree(tokens, parents, depths, child_maps, log_probs, np.ones((1, 1), bool))
+    # Entries: (-log q, rank path for deterministic tie-breaks, parent, depth, rank, log q)
+    heap = [(-logp[0][0], (0,), 0, 1, 0, logp[0][0])]
+    while heap and len(tokens) - 1 < budget:
+        _, ranks, parent, d, r, logw = heapq.heappop(heap)
+        t = tok[d - 1][r]
+        i = len(tokens)
+        tokens.append(t)
+        parents.append(parent)
+        depths.append(d)
+        child_maps.append({})
+        log_probs.append(logw)
+        child_maps[parent][t] = i
+        if r + 1 < k:
+            w = logw - logp[d - 1][r] + logp[d - 1][r + 1]
+            heapq.heappush(heap, (-w, (*ranks[:-1], r + 1), parent, d, r + 1, w))
+        if d < depth_limit:
+            w = logw + logp[d][0]
+            heapq.heappush(heap, (-w, (*ranks, 0), i, d + 1, 0, w))
+
+    n = len(tokens)
+    vis = np.zeros((n, n), dtype=bool)
+    vis[0, 0] = True
+    for i in range(1, n):
+        vis[i, :i] = vis[parents[i], :i]
+        vis[i, i] = True
+    return DraftTree(tokens, parents, depths, child_maps, log_probs, vis)
+
+
+def follow_verified(tree: DraftTree, target_argmax: list[int]) -> tuple[list[int], int]:
+    """Greedy walk: the accepted node path (starting at the root) and the bonus token."""
+    cur = 0
+    path = [0]
+    while True:
+        nxt = tree.child_maps[cur].get(target_argmax[cur])
+        if nxt is None:
+            return path, target_argmax[cur]
+        cur = nxt
+        path.append(cur)
