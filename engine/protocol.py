@@ -1,0 +1,111 @@
+"""Request bodies of the HTTP API (OpenAI completions/chat and SGLang /generate).
+
+Strict types (a string is not an integer) so that a wrong type is a 400 naming the field
+rather than a silent coercion. Unknown fields are ignored, as OpenAI-compatible servers do.
+Sampling knobs that cannot change a greedy result (top_p, top_k, seed, penalties at their
+neutral values) are accepted and ignored; the server rejects the ones that would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class StreamOptions(_Body):
+    include_usage: bool = False
+    continuous_usage_stats: bool = False
+
+
+class _OpenAICommon(_Body):
+    model: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    n: int = 1
+    seed: int | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+    user: str | None = None
+    # SGLang extras: per-request engine metadata.
+    return_meta_info: bool = False
+    return_commit_lengths: bool = False
+    return_round_stats: bool = False
+
+
+class CompletionRequest(_OpenAICommon):
+    prompt: str | list[int] | list[str] | list[list[int]]
+    max_tokens: int | None = None
+    echo: bool = False
+    logprobs: int | None = None
+    best_of: int | None = None
+    suffix: str | None = None
+
+
+class ChatMessage(_Body):
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class ChatCompletionRequest(_OpenAICommon):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    separate_reasoning: bool = True
+    stream_reasoning: bool = True
+
+
+class SamplingParams(_Body):
+    max_new_tokens: int | None = None
+    min_new_tokens: int = 0
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    ignore_eos: bool = False
+    stop: str | list[str] | None = None
+    skip_special_tokens: bool = True
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+
+
+class GenerateRequest(_Body):
+    text: str | None = None
+    input_ids: list[int] | None = None
+    sampling_params: SamplingParams = Field(default_factory=SamplingParams)
+    stream: bool = False
+    rid: str | None = None
+    return_logprob: bool = False
+    return_text_in_logprobs: bool = False
+    return_commit_lengths: bool = False
+    return_round_stats: bool = False
+
+
+class TokenizeRequest(_Body):
+    model: str | None = None
+    prompt: str | None = None
+    text: str | None = None
+    add_special_tokens: bool = False
+
+
+class DetokenizeRequest(_Body):
+    model: str | None = None
+    tokens: list[int]

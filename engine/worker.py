@@ -1,0 +1,355 @@
+"""The engine loop: one thread owns the model and serves requests one at a time.
+
+Why one thread and FIFO: decoding is single-sequence (the case operators measure is
+concurrency 1), torch work must never run on the asyncio event loop, and a single owner
+needs no locks around the model or its caches. Waiting requests sit in a deque that
+/metrics reports as `sglang:num_queue_reqs`. A request is cancelled (client gone, server
+shutting down) by setting its flag; the loop checks it between verify rounds and closes
+the decoder's generator, which frees the request's caches.
+
+Results and streamed deltas go back through callbacks that the HTTP side binds to its
+event loop with `call_soon_threadsafe`.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.detok import TextTracker
+from engine.metrics import DecodeStats, ServerMetrics
+
+logger = logging.getLogger("specengine.server")
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class GenParams:
+    prompt_ids: list[int]
+    max_new_tokens: int
+    ignore_eos: bool = False
+    stop: list[str] = field(default_factory=list)
+    stream: bool = False
+
+
+@dataclass
+class Delta:
+    """A streamed piece of output: new text and the cumulative counters after it."""
+
+    text: str
+    completion_tokens: int
+    verify_ct: int
+
+
+@dataclass
+class JobResult:
+    rid: str
+    prompt_tokens: int
+    output_ids: list[int]
+    text: str
+    finish_reason: str               # "stop" | "length" | "abort"
+    matched_stop: str | int | None   # the stop string, or the EOS id, that ended it
+    rounds: list                     # engine.decode.RoundStats, one per verify round
+    t_received: float
+    t_started: float
+    t_first_token: float | None
+    t_finished: float
+    prefill_ms: float
+    error: str | None = None
+    client_error: bool = False       # error caused by the request (-> 400), else a bug (-> 500)
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.output_ids)
+
+    @property
+    def verify_ct(self) -> int:
+        return len(self.rounds)
+
+    @property
+    def decode_time(self) -> float:
+        """Server-side decode seconds: first token (end of prefill) to last token."""
+        if self.t_first_token is None:
+            return 0.0
+        return max(0.0, self.t_finished - self.t_first_token)
+
+    def meta_info(self, *, commit_lengths: bool = False, round_stats: bool = False) -> dict:
+        n, s = self.completion_tokens, self.verify_ct
+        decode = self.decode_time
+        if self.finish_reason == "length":
+            finish: dict[str, Any] = {"type": "length", "length": n}
+        elif self.finish_reason == "stop":
+            finish = {"type": "stop", "matched": self.matched_stop}
+        else:
+            finish = {"type": "abort", "message": self.error or "request aborted"}
+        meta: dict[str, Any] = {
+            "id": self.rid,
+            "finish_reason": finish,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": n,
+            "cached_tokens": 0,
+            "spec_verify_ct": s,
+            # SGLang's per-request convention: completion_tokens / verify steps (the
+            # prefill's token is in the numerator).
+            "spec_accept_length": (n / s) if s else 0.0,
+            # Per-round mean commit length over verify rounds only (the paper's tau).
+            "spec_commit_mean": (sum(r.commit_len for r in self.rounds) / s) if s else 0.0,
+            "e2e_latency": self.t_finished - self.t_received,
+            "queue_time": self.t_started - self.t_received,
+            "ttft": (self.t_first_token - self.t_received) if self.t_first_token else None,
+            "prefill_time": self.prefill_ms / 1000.0,
+            "decode_time": decode,
+            "decode_throughput": ((n - 1) / decode) if decode > 0 and n > 1 else 0.0,
+            "step_time_mean": (decode / s) if s else 0.0,
+        }
+        if commit_lengths:
+            meta["commit_lengths"] = [r.commit_len for r in self.rounds]
+        if round_stats:
+            meta["round_stats"] = [
+                {"commit_len": r.commit_len, "context_len": r.context_len,
+                 "draft_ms": r.draft_ms, "tree_ms": r.tree_ms, "verify_ms": r.verify_ms,
+                 "commit_ms": r.commit_ms, "step_ms": r.step_ms, "tree_nodes": r.tree_nodes}
+                for r in self.rounds]
+        return meta
+
+
+class Job:
+    def __init__(self, params: GenParams, *, on_done: Callable[[JobResult], None],
+                 on_delta: Callable[[Delta], None] | None = None, rid: str | None = None,
+                 t_received: float | None = None, count_in_metrics: bool = True):
+        self.rid = rid or f"req-{next(_ids)}"
+        self.params = params
+        self.on_done = on_done
+        self.on_delta = on_delta
+        self.t_received = t_received if t_received is not None else time.perf_counter()
+        self.cancelled = threading.Event()
+        self.cancel_reason = "client disconnected"
+        self.count_in_metrics = count_in_metrics
+
+    def cancel(self, reason: str = "client disconnected") -> None:
+        self.cancel_reason = reason
+        self.cancelled.set()
+
+
+class ShuttingDown(RuntimeError):
+    pass
+
+
+class EngineWorker:
+    def __init__(self, decoder, tokenizer, *, metrics: ServerMetrics, stats: DecodeStats,
+                 eos_token_ids: tuple[int, ...]):
+        self.decoder = decoder
+        self.tokenizer = tokenizer
+        self.metrics = metrics
+        self.stats = stats
+        self.eos_token_ids = eos_token_ids
+        self._queue: collections.deque[Job] = collections.deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._abort_running = False
+        self.current: Job | None = None
+        self.thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
+
+    # -- HTTP side -------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def submit(self, job: Job) -> None:
+        with self._cond:
+            if self._stopping:
+                raise ShuttingDown("the server is shutting down")
+            self._queue.append(job)
+            self.metrics.num_queue_reqs.set(len(self._queue))
+            self._cond.notify()
+
+    def cancel(self, job: Job, reason: str = "client disconnected") -> None:
+        """Cancel a queued or running job; a queued one is finished (aborted) right away."""
+        job.cancel(reason)
+        with self._cond:
+            try:
+                self._queue.remove(job)
+            except ValueError:
+                return  # running (the loop will notice) or already done
+            self.metrics.num_queue_reqs.set(len(self._queue))
+        self._finish_unstarted(job, reason)
+
+    @property
+    def queue_len(self) -> int:
+        return len(self._queue)
+
+    @property
+    def running(self) -> int:
+        return 1 if self.current is not None else 0
+
+    def shutdown(self, *, abort: bool = True) -> None:
+        """Stop taking requests; abort the running one between rounds and every queued one."""
+        with self._cond:
+            self._stopping = True
+            pending = list(self._queue)
+            self._queue.clear()
+            self.metrics.num_queue_reqs.set(0)
+            if abort and self.current is not None:
+                self.current.cancel("the server is shutting down")
+            self._cond.notify_all()
+        for job in pending:
+            job.cancel("the server is shutting down")
+            self._finish_unstarted(job, "the server is shutting down")
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+
+    # -- engine thread ---------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                job = self._queue.popleft()
+                self.current = job
+                self.metrics.num_queue_reqs.set(len(self._queue))
+            self.metrics.num_running_reqs.set(1)
+            try:
+                result = self._run(job)
+            except Exception as e:  # a bug in the engine: report it, keep serving
+                logger.exception("engine error on request %s", job.rid)
+                now = time.perf_counter()
+                result = JobResult(job.rid, len(job.params.prompt_ids), [], "", "abort", None, [],
+                                   job.t_received, now, None, now, 0.0,
+                                   error=f"{type(e).__name__}: {e}")
+            finally:
+                self.current = None
+                self.metrics.num_running_reqs.set(0)
+                self.metrics.num_used_tokens.set(0)
+                self.metrics.token_usage.set(0)
+            self._record(job, result)
+            self._deliver_done(job, result)
+
+    def _run(self, job: Job) -> JobResult:
+        p = job.params
+        t_started = time.perf_counter()
+        if job.cancelled.is_set():
+            return self._aborted(job, t_started)
+        tracker = TextTracker(self.tokenizer, p.stop) if (p.stop or p.stream) else None
+        out: list[int] = []
+        rounds: list = []
+        finish, matched = "length", None
+        t_first = None
+        prefill_ms = 0.0
+        gen = self.decoder.stream(p.prompt_ids, max_new_tokens=p.max_new_tokens,
+                                  eos_token_ids=self.eos_token_ids, ignore_eos=p.ignore_eos)
+        t_prev = t_started
+        try:
+            while True:
+                if job.cancelled.is_set():
+                    finish = "abort"
+                    break
+                try:
+                    step = next(gen)
+                except StopIteration:
+                    break
+                except ValueError as e:
+                    if t_first is None:  # the engine refused the request itself
+                        now = time.perf_counter()
+                        return JobResult(job.rid, len(p.prompt_ids), [], "", "abort", None, [],
+                                         job.t_received, t_started, None, now, 0.0,
+                                         error=str(e), client_error=True)
+                    raise
+                t = time.perf_counter()
+                tokens = step.tokens
+                if step.stats is None:
+                    t_first = t
+                    prefill_ms = step.prefill_ms or 0.0
+                else:
+                    rounds.append(step.stats)
+                stop_hit = False
+                if tracker is not None and p.stop:
+                    for i, tok in enumerate(tokens):
+                        if tracker.add(tok):
+                            tokens = tokens[: i + 1]
+                            stop_hit = True
+                            break
+                elif tracker is not None:
+                    for tok in tokens:
+                        tracker.add(tok)
+                out.extend(tokens)
+                if step.stats is not None and job.count_in_metrics:
+                    line = self.stats.on_round(
+                        commit_len=step.stats.commit_len, emitted=len(tokens),
+                        seconds=t - t_prev, num_tokens=len(p.prompt_ids) + len(out),
+                        queue=len(self._queue))
+                    if line is not None:
+                        logger.info(line.format())
+                t_prev = t
+                if stop_hit:
+                    finish, matched = "stop", tracker.matched
+                elif step.finish_reason:
+                    finish = step.finish_reason
+                    if finish == "stop" and out and out[-1] in self.eos_token_ids:
+                        matched = out[-1]
+                if p.stream and job.on_delta is not None:
+                    if stop_hit or step.finish_reason:
+                        tracker.flush()
+                        delta = tracker.take(final=True)
+                    else:
+                        delta = tracker.take()
+                    if delta:
+                        job.on_delta(Delta(delta, len(out), len(rounds)))
+                if stop_hit or step.finish_reason:
+                    break
+        finally:
+            gen.close()
+        t_finished = t_prev if finish != "abort" else time.perf_counter()
+        if tracker is None:
+            tracker = TextTracker(self.tokenizer)
+            for tok in out:
+                tracker.add(tok)
+        tracker.flush()
+        if p.stream and job.on_delta is not None and finish != "abort":
+            rest = tracker.take(final=True)
+            if rest:
+                job.on_delta(Delta(rest, len(out), len(rounds)))
+        return JobResult(job.rid, len(p.prompt_ids), out, tracker.text, finish, matched, rounds,
+                         job.t_received, t_started, t_first, t_finished, prefill_ms,
+                         error=job.cancel_reason if finish == "abort" else None)
+
+    def _aborted(self, job: Job, t: float) -> JobResult:
+        return JobResult(job.rid, len(job.params.prompt_ids), [], "", "abort", None, [],
+                         job.t_received, t, None, t, 0.0, error=job.cancel_reason)
+
+    def _finish_unstarted(self, job: Job, reason: str) -> None:
+        result = self._aborted(job, time.perf_counter())
+        result.error = reason
+        self._record(job, result)
+        self._deliver_done(job, result)
+
+    def _record(self, job: Job, result: JobResult) -> None:
+        if not job.count_in_metrics:
+            return
+        m = self.metrics
+        if result.finish_reason == "abort":
+            m.num_aborted_requests.inc()
+        if result.error and result.finish_reason == "abort" and not result.output_ids:
+            return
+        m.num_requests.inc()
+        m.prompt_tokens.inc(result.prompt_tokens)
+        m.generation_tokens.inc(result.completion_tokens)
+        if result.t_first_token is not None:
+            m.ttft.observe(result.t_first_token - result.t_received)
+            m.e2e.observe(result.t_finished - result.t_received)
+
+    @staticmethod
+    def _deliver_done(job: Job, result: JobResult) -> None:
+        try:
+            job.on_done(result)
+        except Exception:  # the HTTP side went away (loop closed); nothing to deliver to
+            logger.debug("could not deliver result of %s", job.rid, exc_info=True)
