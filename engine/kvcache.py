@@ -20,8 +20,9 @@ class KVCache:
         *,
         device: torch.device | str = "cpu",
         dtype: torch.dtype = torch.float32,
+        batch: int = 1,
     ):
-        shape = (num_layers, 1, num_kv_heads, capacity, head_dim)
+        shape = (num_layers, batch, num_kv_heads, capacity, head_dim)
         self.keys = torch.zeros(shape, device=device, dtype=dtype)
         self.values = torch.zeros(shape, device=device, dtype=dtype)
         self.capacity = capacity

@@ -94,6 +94,8 @@ def load_target(path: str | Path, *, device="cpu", dtype="float32", on_shard=Non
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     missing, unexpected = _check_keys(model, state)
+    if cfg.tie_word_embeddings:
+        missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:
         raise WeightsError(f"{path} does not match a Qwen3ForCausalLM of its config "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]})")

@@ -103,10 +103,10 @@ class RotaryEmbedding(nn.Module):
         return inv
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos/sin of shape [1, 1, T, D] for position ids [1, T] (any order, repeats allowed)."""
-        freqs = positions[0].float()[:, None] * self.inv_freq(positions.device)[None, :]
+        """cos/sin [b, 1, T, D] for position ids [b, T] (any order, repeats allowed)."""
+        freqs = positions.float()[..., None] * self.inv_freq(positions.device)
         emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(dtype)[None, None], emb.sin().to(dtype)[None, None]
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -225,11 +225,12 @@ class Qwen3ForCausalLM(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.lm_head.weight.dtype
 
-    def new_cache(self, capacity: int | None = None) -> KVCache:
+    def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         c = self.config
         return KVCache(
             c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
             capacity or c.max_position_embeddings, device=self.device, dtype=self.dtype,
+            batch=batch,
         )
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:

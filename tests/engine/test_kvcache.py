@@ -1,0 +1,78 @@
+"""KV compaction after a tree verify must leave exactly an AR cache of the committed tokens."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.kvcache import KVCache
+from engine.loading import load_bundle
+from engine.tree import build_tree
+
+PROMPT = [ord(c) for c in "import sys\nprint(sys.argv)\n"]
+
+
+@pytest.fixture(scope="module")
+def bundle(tiny_pair):
+    return load_bundle(*tiny_pair)
+
+
+@pytest.mark.parametrize("path_choice", ["deep_branch", "root_only", "first_chain"])
+def test_compaction_matches_ar_forward(bundle, path_choice):
+    target = bundle.target
+    n = len(PROMPT)
+    layers = list(range(target.config.num_hidden_layers))
+    with torch.inference_mode():
+        cache = target.new_cache(256)
+        target(torch.tensor([PROMPT]), torch.arange(n)[None], cache)
+        tree = build_tree(PROMPT[-1] ^ 1, torch.randn(5, target.config.vocab_size,
+                                                      generator=torch.Generator().manual_seed(0)), 24)
+        mask = tree.attention_mask(n, target.dtype, "cpu")
+        _, hidden = target(torch.tensor([tree.tokens]), tree.position_ids(n, "cpu"), cache,
+                           attn_mask=mask, output_layers=layers)
+        assert cache.length == n + len(tree)
+        # Pick an accepted root-to-node path.
+        deepest = max(range(len(tree)), key=lambda i: (tree.depths[i], -i) if tree.parents[i] != 0 or True else 0)
+        if path_choice == "root_only":
+            node = 0
+        elif path_choice == "first_chain":
+            node = max(i for i in range(len(tree)) if all(
+                tree.parents[j] == j - 1 for j in range(1, i + 1)))
+        else:
+            node = next(i for i in reversed(range(len(tree))) if tree.parents[i] not in (0, i - 1)) if any(
+                tree.parents[i] not in (0, i - 1) for i in range(1, len(tree))) else deepest
+        path = [node]
+        while tree.parents[path[-1]] >= 0:
+            path.append(tree.parents[path[-1]])
+        path.reverse()
+        cache.compact(n, path)
+        assert cache.length == n + len(path)
+
+        committed = PROMPT + [tree.tokens[i] for i in path]
+        ref = target.new_cache(256)
+        _, ref_hidden = target(torch.tensor([committed]), torch.arange(len(committed))[None], ref,
+                               output_layers=layers)
+    for layer in range(target.config.num_hidden_layers):
+        k, v = cache.layer(layer)
+        rk, rv = ref.layer(layer)
+        torch.testing.assert_close(k, rk, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(v, rv, atol=1e-5, rtol=1e-4)
+        # The hidden states kept as the next draft context are AR-exact too.
+        torch.testing.assert_close(hidden[layer][:, path], ref_hidden[layer][:, n:], atol=1e-5, rtol=1e-4)
+
+
+def test_cache_guards():
+    c = KVCache(1, 1, 2, 8)
+    k = torch.ones(1, 1, 3, 2)
+    c.append(0, k, k)
+    c.commit_append()
+    with pytest.raises(ValueError):
+        c.crop(4)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        c.compact(0, [1, 1])
+    with pytest.raises(ValueError, match="beyond"):
+        c.compact(1, [0, 2])
+    c.append(0, k, k)
+    c.commit_append()
+    with pytest.raises(ValueError, match="capacity"):
+        c.append(0, k, k)

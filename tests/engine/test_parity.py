@@ -1,0 +1,55 @@
+"""Our Qwen3 forward must match transformers' Qwen3ForCausalLM on the same weights."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.loading import DEFAULT_TARGET_PATH, load_target
+from engine.tiny import make_random_pair
+
+transformers = pytest.importorskip("transformers")
+
+
+def compare_with_transformers(model_dir, seq_len=40):
+    ours = load_target(model_dir)
+    ref = transformers.Qwen3ForCausalLM.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+    ids = torch.randint(0, 256, (1, seq_len), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = ref(ids, output_hidden_states=True)
+        logits, hidden = ours(ids, torch.arange(seq_len)[None],
+                              output_layers=range(ours.config.num_hidden_layers - 1))
+    torch.testing.assert_close(logits, want.logits, atol=1e-4, rtol=1e-4)
+    for layer, h in enumerate(hidden):
+        # transformers' hidden_states[l + 1] is the output of decoder layer l.
+        torch.testing.assert_close(h, want.hidden_states[layer + 1], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_random_tiny_target_matches_transformers(tmp_path, tie):
+    target_dir, _ = make_random_pair(tmp_path, seed=3, tie=tie, layers=3, rope_theta=1e6)
+    compare_with_transformers(target_dir)
+
+
+def test_incremental_decoding_matches_full_forward(tiny_pair):
+    """Prefill + one-token steps through the cache == one full causal forward."""
+    model = load_target(tiny_pair[0])
+    ids = torch.randint(0, 256, (1, 24), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        full, _ = model(ids, torch.arange(24)[None])
+        cache = model.new_cache(64)
+        part, _ = model(ids[:, :16], torch.arange(16)[None], cache)
+        steps = [model(ids[:, i : i + 1], torch.tensor([[i]]), cache)[0] for i in range(16, 24)]
+    torch.testing.assert_close(torch.cat([part, *steps], dim=1), full, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.skipif(not (DEFAULT_TARGET_PATH / "config.json").exists(), reason="bundled weights not trained yet")
+def test_bundled_target_matches_transformers():
+    compare_with_transformers(DEFAULT_TARGET_PATH, seq_len=64)
+
+
+def test_tokenizer_loads_in_transformers(tiny_pair):
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tiny_pair[0] / "tokenizer.json"))
+    text = "def f(x):\n    return x  # ünïcode\n"
+    assert tok.decode(tok(text)["input_ids"]) == text
+    assert tok(text)["input_ids"] == list(text.encode())
