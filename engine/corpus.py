@@ -56,3 +56,69 @@ def encode_files(files: Iterable[Path], eos_id: int) -> np.ndarray:
         chunks.append(data)
         chunks.append(np.array([eos_id], dtype=np.uint16))
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint16)
+
+
+# Hand-written English prose and reasoning prompts: text unlike the code the target was
+# trained on, so the drafter's acceptance (and the speedup) is visibly lower on them.
+PROSE_PROMPTS = [
+    "The committee met on Tuesday to discuss the budget for next year. After a long debate, they agreed that",
+    "Question: A train leaves the station at 3 pm travelling at 60 miles per hour. How far has it gone by 5 pm?\nAnswer: Let's think step by step.",
+    "Once upon a time, in a small village at the edge of the forest, there lived an old clockmaker who",
+    "The main reasons the Roman Empire declined were economic trouble, military overreach, and",
+    "Dear hiring manager,\n\nI am writing to apply for the position of operations engineer. In my previous role I",
+    "To make a good cup of tea, first boil fresh water. Then warm the pot, add one spoon of leaves per person, and",
+    "Photosynthesis is the process by which green plants use sunlight to turn water and carbon dioxide into",
+    "If all cats are mammals and some mammals can swim, can we conclude that some cats can swim? Reasoning:",
+    "The weather report for the weekend says that a cold front will move in from the north, bringing",
+    "In summary, the experiment showed that the new method was faster than the old one, but it also",
+]
+
+
+def _code_prompt(text: str, target_len: int = 320) -> str | None:
+    """A prompt that ends right after a function header, so the model writes a body."""
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln))
+    for i, ln in enumerate(lines):
+        if offsets[i] < target_len or not ln.lstrip().startswith("def ") or not ln.rstrip().endswith(":"):
+            continue
+        end = offsets[i + 1]
+        begin = max(0, end - target_len)
+        begin = text.rfind("\n", 0, begin) + 1  # start on a line boundary
+        return text[begin:end]
+    return None
+
+
+def build_bench_prompts(root: Path | None = None, n_code: int = 12) -> list[dict]:
+    """Held-out code prompts (files the target never trained on) plus the prose prompts."""
+    root = root or stdlib_root()
+    _, held = split_files(root)
+    out = []
+    for p in held:
+        prompt = _code_prompt(read_text(p))
+        if prompt:
+            out.append({"id": f"code-{len(out):02d}", "type": "code",
+                        "source": str(p.relative_to(root)), "prompt": prompt})
+        if len(out) == n_code:
+            break
+    for i, text in enumerate(PROSE_PROMPTS):
+        out.append({"id": f"prose-{i:02d}", "type": "prose", "source": "hand-written", "prompt": text})
+    return out
+
+
+BENCH_PROMPTS_PATH = Path(__file__).resolve().parent / "prompts" / "bench.jsonl"
+
+
+def main() -> None:
+    """`python -m engine.corpus` rewrites the shipped benchmark prompt set."""
+    import json
+
+    BENCH_PROMPTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    rows = build_bench_prompts()
+    BENCH_PROMPTS_PATH.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"wrote {len(rows)} prompts to {BENCH_PROMPTS_PATH}")
+
+
+if __name__ == "__main__":
+    main()
