@@ -6,7 +6,9 @@ bad input. FastAPI's own 422 validation errors are rewritten to this shape with 
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -62,14 +64,39 @@ def error_body(message: str, *, status: int = 400, param: str | None = None,
     }}
 
 
-def _loc_to_param(loc: tuple | list) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "json-or-python"}
+
+
+def _is_union_tag(part) -> bool:
+    # pydantic puts the union member tried ('str', 'list[int]', 'StreamOptions') in loc.
+    return isinstance(part, str) and (part in _TYPE_TAGS or "[" in part or "(" in part
+                                      or part[:1].isupper())
+
+
+def _split_loc(loc) -> tuple[str | None, list[str]]:
+    """(dotted param name, union member tags) of a pydantic error location."""
+    parts, tags = [], []
+    for p in loc:
+        if p in ("body", "query", "path"):
+            continue
+        if _is_union_tag(p):
+            tags.append(str(p))
+            continue
+        parts.append(str(p))
     if not parts:
-        return None
+        return None, tags
     out = parts[0]
     for p in parts[1:]:
         out += f"[{p}]" if p.isdigit() else f".{p}"
-    return out
+    return out, tags
+
+
+def _shown(value) -> str:
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        shown = json.dumps(value)
+    else:
+        shown = f"(a JSON {'array' if isinstance(value, list) else 'object'})"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def validation_error(errors: list[dict]) -> APIError:
@@ -77,22 +104,28 @@ def validation_error(errors: list[dict]) -> APIError:
     if not errors:
         return APIError("The request body is invalid.")
     err = errors[0]
-    param = _loc_to_param(err.get("loc", ()))
-    msg = str(err.get("msg", "is invalid"))
+    param, tags = _split_loc(err.get("loc", ()))
+    msg = str(err.get("msg", "is invalid")).rstrip(".")
+    msg = msg[0].lower() + msg[1:]
+    msg = re.sub(r"valid dictionary or instance of \w+", "JSON object", msg)
     kind = err.get("type", "")
     if kind == "missing":
         text = f"The field '{param}' is required."
     elif kind == "extra_forbidden":
         text = f"The field '{param}' is not supported."
+    elif param and tags:
+        # A union field: list every shape that was tried for this same field.
+        expected = []
+        for e in errors:
+            p, t = _split_loc(e.get("loc", ()))
+            if p == param and t and t[0] not in expected:
+                expected.append(t[0])
+        text = (f"Invalid value {_shown(err.get('input'))} for '{param}': expected "
+                f"{' or '.join(expected)}.")
     elif param:
-        value = err.get("input")
-        shown = repr(value) if isinstance(value, (int, float, str, bool)) or value is None else type(value).__name__
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        text = f"Invalid value {shown} for '{param}': {msg[0].lower() + msg[1:]}."
+        text = f"Invalid value {_shown(err.get('input'))} for '{param}': {msg}."
     else:
-        text = f"The request body is invalid: {msg[0].lower() + msg[1:]}."
-    text = text.replace("..", ".")
+        text = f"The request body is invalid: {msg}."
     return APIError(text, param=param, code="invalid_value" if param else "invalid_request")
 
 

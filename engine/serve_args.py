@@ -41,13 +41,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def _default_paths() -> tuple[Path, Path]:
-    # Imported lazily: `--help` must not need torch.
-    try:
-        from engine.loading import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
-    except Exception:  # pragma: no cover - only when the engine extra is missing
-        here = Path(__file__).resolve().parent / "weights"
-        return here / "target", here / "drafter"
-    return Path(DEFAULT_TARGET_PATH), Path(DEFAULT_DRAFTER_PATH)
+    # Same as engine.loading.DEFAULT_TARGET_PATH / DEFAULT_DRAFTER_PATH, without importing
+    # torch: `--help` (which the console runs over SSH to read the flag schema) stays fast.
+    weights = Path(__file__).resolve().parent / "weights"
+    return weights / "target", weights / "drafter"
 
 
 def _positive_int(text: str) -> int:

@@ -113,7 +113,7 @@ class APIKeyMiddleware:
                 and not scope["path"].startswith(UNAUTHENTICATED_PREFIXES):
             got = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(got, self.expected):
-                msg = ("The API key is missing or wrong; send it as 'Authorization: Bearer KEY'."
+                msg = ("The API key is wrong; send the server's key as 'Authorization: Bearer KEY'."
                        if got else "The API key is missing; send it as 'Authorization: Bearer KEY'.")
                 await APIError(msg, status=401, code="invalid_api_key").response()(scope, receive, send)
                 return
@@ -242,7 +242,7 @@ def check_model(state: ServerState, name: str | None) -> None:
 
 def check_sampling(*, temperature, n=1, min_tokens=0, frequency_penalty=None,
                    presence_penalty=None, repetition_penalty=None, logprobs=False,
-                   min_field="min_tokens") -> None:
+                   min_field="min_tokens", logprobs_field="logprobs") -> None:
     if temperature is not None and temperature != 0:
         raise APIError(f"temperature {temperature:g} is not supported: this engine decodes "
                        f"greedily only, so send temperature 0 or omit it.", param="temperature",
@@ -259,8 +259,8 @@ def check_sampling(*, temperature, n=1, min_tokens=0, frequency_penalty=None,
         if value is not None and value != neutral:
             raise APIError(f"{name} is not supported by this greedy engine; omit it.", param=name)
     if logprobs:
-        raise APIError("logprobs are not supported by this engine; omit logprobs.",
-                       param="logprobs")
+        raise APIError(f"{logprobs_field} is not supported by this engine; omit it.",
+                       param=logprobs_field)
 
 
 def check_ids(state: ServerState, ids: list[int], param: str) -> None:
@@ -664,7 +664,8 @@ def create_app(state: ServerState) -> FastAPI:
         check_sampling(temperature=sp.temperature, min_tokens=sp.min_new_tokens,
                        frequency_penalty=sp.frequency_penalty, presence_penalty=sp.presence_penalty,
                        repetition_penalty=sp.repetition_penalty, logprobs=req.return_logprob,
-                       min_field="sampling_params.min_new_tokens")
+                       min_field="sampling_params.min_new_tokens",
+                       logprobs_field="return_logprob")
         if (req.text is None) == (req.input_ids is None):
             raise APIError("Send exactly one of 'text' or 'input_ids'.", param="text")
         if req.input_ids is not None:
@@ -840,6 +841,8 @@ def _announce_ready(state: ServerState, server, args: ServeArgs) -> None:
         if server.should_exit:
             return
         time.sleep(0.02)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    logger.info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)", host, args.port)
     if not args.skip_server_warmup:
         done = threading.Event()
         tok = state.tokenizer
