@@ -1,0 +1,16 @@
+"""SGLang (`python -m sglang.launch_server`), including the DFlash/DDTree flags."""
+
+from __future__ import annotations
+
+from console.backends.base import Backend
+from console.backends.logparse import SGLANG_READY
+from console.backends.notes import SGLANG_NOTES
+
+
+class SGLangBackend(Backend):
+    kind = "sglang"
+    module = ("-m", "sglang.launch_server")
+    # The uvicorn line comes first, but SGLang only serves after its warmup request,
+    # which ends with its own ready line.
+    ready_markers = (SGLANG_READY,)
+    notes = SGLANG_NOTES

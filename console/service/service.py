@@ -1,0 +1,325 @@
+"""One engine service on one host: status, start/stop/restart, flag apply and rollback.
+
+This is the API the CLI and the TUI share. It composes a transport (how to reach the
+host), a backend (what engine it is), a supervisor (what keeps it running) and the
+launch store (what it runs with), and reports progress through a `Lifecycle`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from console.backends import Backend, DiscoveredSchema, get_backend
+from console.backends.logparse import LoadingProgress
+from console.config import FlagValue, HostProfile
+from console.errors import FlagError, ServiceError
+from console.service.flags import ModelLimits, apply_changes, canonical_flags, unified_diff
+from console.service.follow import follow_until_settled
+from console.service.health import engine_http
+from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
+from console.service.lifecycle import Lifecycle, LifecycleEvent, Listener, State
+from console.service.process import ProcessSupervisor
+from console.service.supervisor import Supervisor
+from console.service.systemd import SystemdSupervisor
+from console.transport.base import Transport
+
+DEFAULT_READY_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    host: str
+    engine: str
+    state: State
+    supervisor: str
+    pid: int | None = None
+    port: int | None = None
+    percent: int | None = None
+    exit_code: int | None = None
+    message: str = ""
+    log_tail: tuple[str, ...] = ()
+    config: LaunchConfig | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "host": self.host,
+            "engine": self.engine,
+            "state": self.state,
+            "supervisor": self.supervisor,
+            "pid": self.pid,
+            "port": self.port,
+            "percent": self.percent,
+            "exit_code": self.exit_code,
+            "message": self.message,
+            "log_tail": list(self.log_tail),
+            "flags": self.config.flags if self.config else None,
+            "argv": self.config.argv if self.config else None,
+        }
+
+
+@dataclass(frozen=True)
+class FlagPlan:
+    """A validated change, ready to apply: the diff is what the user confirms."""
+
+    old: LaunchConfig | None
+    new: LaunchConfig
+    diff: str
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.diff)
+
+
+@dataclass
+class ApplyResult:
+    event: LifecycleEvent
+    config: LaunchConfig
+    events: list[LifecycleEvent] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.event.state == "ready"
+
+
+class EngineService:
+    def __init__(self, profile: HostProfile, transport: Transport) -> None:
+        self.profile = profile
+        self.transport = transport
+        self.backend: Backend = get_backend(profile.engine)
+        self._files: ServiceFiles | None = None
+        self._schema: DiscoveredSchema | None = None
+        self.listeners: list[Listener] = []
+
+    # -- parts ----------------------------------------------------------------------
+
+    async def files(self) -> ServiceFiles:
+        if self._files is None:
+            self._files = await ServiceFiles.for_profile(self.transport, self.profile)
+        return self._files
+
+    async def store(self) -> LaunchStore:
+        return LaunchStore(self.transport, await self.files())
+
+    async def supervisor(self) -> Supervisor:
+        files = await self.files()
+        if self.profile.supervisor.kind == "systemd":
+            return SystemdSupervisor(
+                self.transport,
+                files,
+                self.profile.supervisor,
+                self.profile.unit_name,
+                self.profile.service_name,
+            )
+        return ProcessSupervisor(self.transport, files)
+
+    async def schema(self) -> DiscoveredSchema:
+        if self._schema is None:
+            self._schema = await self.backend.discover_schema(self.transport, self.profile)
+        return self._schema
+
+    def _where(self) -> str:
+        return f"{self.profile.engine} on {self.profile.name}"
+
+    def _new_lifecycle(self, initial: State = "stopped") -> Lifecycle:
+        lifecycle = Lifecycle(self.backend.parse_log, initial)
+        for listener in self.listeners:
+            lifecycle.add_listener(listener)
+        return lifecycle
+
+    # -- config ---------------------------------------------------------------------
+
+    def config_for(self, flags: dict[str, FlagValue]) -> LaunchConfig:
+        schema = self._schema.schema if self._schema else None
+        launch = self.profile.launch
+        return LaunchConfig(
+            engine=self.profile.engine,
+            flags=flags,
+            argv=self.backend.launch_argv(self.profile, flags, schema),
+            env=dict(launch.env),
+            workdir=launch.workdir,
+        )
+
+    async def current_config(self) -> LaunchConfig:
+        """launch.json on the host, or (before the first start) the profile's flags."""
+        existing = await (await self.store()).current()
+        return existing or self.config_for(self.backend.initial_flags(self.profile))
+
+    # -- status ---------------------------------------------------------------------
+
+    async def status(self) -> ServiceStatus:
+        supervisor = await self.supervisor()
+        sup = await supervisor.state()
+        config = await (await self.store()).current()
+        port = (config.port if config else None) or self.profile.port
+        base = {
+            "host": self.profile.name,
+            "engine": self.profile.engine,
+            "supervisor": self.profile.supervisor.kind,
+            "pid": sup.pid,
+            "port": port,
+            "config": config,
+        }
+        if sup.state == "stopped":
+            return ServiceStatus(state="stopped", **base)
+        if sup.state == "exited":
+            code = "an unknown code" if sup.exit_code is None else f"code {sup.exit_code}"
+            return ServiceStatus(
+                state="failed",
+                exit_code=sup.exit_code,
+                message=f"the engine exited with {code}",
+                log_tail=tuple(await supervisor.log_tail(50)),
+                **base,
+            )
+        async with engine_http(self.transport, port) as http:
+            if await http.healthy():
+                return ServiceStatus(state="ready", message="/health answers 200", **base)
+        # Running but not healthy yet: the log says how far loading got.
+        percent = None
+        for line in await supervisor.log_tail(200):
+            for segment in line.split("\r"):
+                event = self.backend.parse_log(segment)
+                if isinstance(event, LoadingProgress):
+                    percent = event.percent
+        state: State = "loading" if percent is not None else "starting"
+        return ServiceStatus(state=state, percent=percent, **base)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def _start_and_follow(
+        self, config: LaunchConfig, *, wait: bool, timeout: float
+    ) -> LifecycleEvent:
+        supervisor = await self.supervisor()
+        lifecycle = self._new_lifecycle()
+        lifecycle.starting(f"starting {self.profile.engine} on {self.profile.name}")
+        await supervisor.start(config)
+        if not wait:
+            return lifecycle.current
+        port = config.port or self.profile.port
+        async with engine_http(self.transport, port) as http:
+            return await follow_until_settled(lifecycle, supervisor, http, timeout=timeout)
+
+    async def start(
+        self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
+    ) -> LifecycleEvent:
+        supervisor = await self.supervisor()
+        if (await supervisor.state()).state == "running":
+            raise ServiceError(
+                f"The service on {self.profile.name} is already running; use restart to restart it."
+            )
+        store = await self.store()
+        config = await store.current()
+        if config is None:
+            # First start: the profile's flags become the host's launch config.
+            config = self.config_for(self.backend.initial_flags(self.profile))
+            await store.write_current(config)
+        event = await self._start_and_follow(config, wait=wait, timeout=timeout)
+        await self._record_outcome(store, config, event)
+        return event
+
+    async def stop(self, timeout: float = 20.0) -> None:
+        await (await self.supervisor()).stop(timeout)
+
+    async def restart(
+        self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
+    ) -> LifecycleEvent:
+        await self.stop()
+        return await self.start(wait=wait, timeout=timeout)
+
+    async def _record_outcome(
+        self, store: LaunchStore, config: LaunchConfig, event: LifecycleEvent
+    ) -> None:
+        if event.state == "ready":
+            await store.clear_failed()
+        elif event.state == "failed":
+            await store.mark_failed(config)
+
+    # -- flags ----------------------------------------------------------------------
+
+    async def plan(self, changes: dict[str, str | None]) -> FlagPlan:
+        """Validate a change and diff it; writes nothing. Raises `FlagError`."""
+        discovered = await self.schema()
+        store = await self.store()
+        old = await store.current()
+        base = old or self.config_for(self.backend.initial_flags(self.profile))
+        roles = discovered.roles
+        merged = {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
+        model_path = merged.get(roles.get("model_path", "model-path"))
+        draft_path = merged.get(roles.get("draft_model_path", "speculative-draft-model-path"))
+        limits = await ModelLimits.read(
+            self.transport,
+            str(model_path) if model_path is not None else None,
+            str(draft_path) if draft_path is not None else None,
+        )
+        flags = apply_changes(discovered.schema, roles, base.flags, changes, limits, self._where())
+        new = self.config_for(flags)
+        label = f"{self.profile.name}:{(await self.files()).launch}"
+        old_flags = canonical_flags(discovered.schema, base.flags) if old else {}
+        return FlagPlan(old=old, new=new, diff=unified_diff(old_flags, flags, label))
+
+    async def apply(
+        self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT
+    ) -> ApplyResult:
+        """Write the new config (previous one kept as last-good), restart, wait for ready."""
+        store = await self.store()
+        current = await store.current()
+        if (current.id if current else None) != (plan.old.id if plan.old else None):
+            raise FlagError(
+                f"The launch config on {self.profile.name} changed since this diff was made; "
+                "run the command again."
+            )
+        if current is not None and not await store.known_bad(current):
+            await store.write_last_good(current)
+        await store.write_current(plan.new)
+        return await self._restart_with(store, plan.new, timeout)
+
+    async def _restart_with(
+        self, store: LaunchStore, config: LaunchConfig, timeout: float
+    ) -> ApplyResult:
+        events: list[LifecycleEvent] = []
+        self.listeners.append(events.append)
+        try:
+            await self.stop()
+            event = await self._start_and_follow(config, wait=True, timeout=timeout)
+        finally:
+            self.listeners.remove(events.append)
+        await self._record_outcome(store, config, event)
+        return ApplyResult(event=event, config=config, events=events)
+
+    async def rollback(self, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
+        """Restore last-good.json as the launch config, restart and wait for ready."""
+        store = await self.store()
+        last_good = await store.last_good()
+        if last_good is None:
+            raise ServiceError(
+                f"There is no last-good config for {self.profile.name} yet (it is kept when "
+                "`set` changes flags), so there is nothing to roll back to."
+            )
+        await store.write_current(last_good)
+        return await self._restart_with(store, last_good, timeout)
+
+    # -- logs -----------------------------------------------------------------------
+
+    async def logs(
+        self, *, follow: bool = False, lines: int = 200, grep: str | None = None
+    ) -> AsyncIterator[str]:
+        try:
+            pattern = re.compile(grep) if grep else None
+        except re.error as exc:
+            raise ServiceError(f"--grep {grep!r} is not a valid regular expression: {exc}.") from None
+        supervisor = await self.supervisor()
+        source = supervisor.follow_logs(backlog=lines) if follow else None
+        if source is None:
+            for line in await supervisor.log_tail(lines):
+                if pattern is None or pattern.search(line):
+                    yield line
+            return
+        async for line in source:
+            if pattern is None or pattern.search(line):
+                yield line
+
+    async def server_info(self) -> dict | None:
+        config = await self.current_config()
+        async with engine_http(self.transport, config.port or self.profile.port) as http:
+            return await http.server_info()

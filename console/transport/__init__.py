@@ -1,0 +1,59 @@
+"""How commands, files and ports reach a host: `local` or SSH, one protocol."""
+
+from __future__ import annotations
+
+from console.config import HostProfile
+from console.transport.base import (
+    Command,
+    CommandFailed,
+    CommandResult,
+    CommandTimeout,
+    LinkLost,
+    Transport,
+    as_script,
+    check,
+    expand_path,
+)
+from console.transport.hostkeys import ConfirmHostKey, HostKeyChanged, HostKeyInfo, UnknownHostKey
+from console.transport.local import LocalTransport
+from console.transport.ssh import SSHOptions, SSHTransport
+
+
+def open_transport(
+    profile: HostProfile, *, confirm_host_key: ConfirmHostKey | None = None
+) -> Transport:
+    """The transport for a profile; SSH connects lazily on first use."""
+    if profile.ssh is None:
+        return LocalTransport(profile.name)
+    ssh = profile.ssh
+    options = SSHOptions(
+        destination=ssh.destination,
+        config_paths=ssh.config,
+        known_hosts=ssh.known_hosts,
+        client_keys=ssh.identity_file,
+        use_agent=ssh.use_agent,
+        connect_timeout=ssh.connect_timeout,
+        keepalive_interval=ssh.keepalive_interval,
+    )
+    return SSHTransport(options, name=profile.name, confirm_host_key=confirm_host_key)
+
+
+__all__ = [
+    "Command",
+    "CommandFailed",
+    "CommandResult",
+    "CommandTimeout",
+    "ConfirmHostKey",
+    "HostKeyChanged",
+    "HostKeyInfo",
+    "LinkLost",
+    "LocalTransport",
+    "SSHOptions",
+    "SSHTransport",
+    "Transport",
+    "UnknownHostKey",
+    "as_script",
+    "check",
+    "expand_path",
+    "open_transport",
+]

@@ -1,0 +1,44 @@
+"""Shared fixtures for console tests: isolated config dir, a real sshd, SSH options."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.transport import SSHOptions
+from tests.console.sshd import SSHD, SSHServer, run_sshd
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # No test may read or write the developer's real profiles.
+    cfg = tmp_path / "config"
+    monkeypatch.setenv("SPECCONSOLE_CONFIG_DIR", str(cfg))
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHServer]:
+    if not os.path.exists(SSHD):
+        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
+    with run_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+@pytest.fixture
+def ssh_options(sshd_server: SSHServer, tmp_path: Path) -> SSHOptions:
+    """Client options for `testhost` that never touch ~/.ssh; known_hosts is per test."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd_server.known_hosts_line())
+    return SSHOptions(
+        destination="testhost",
+        config_paths=[str(sshd_server.ssh_config)],
+        known_hosts=[str(known)],
+        client_keys=[str(sshd_server.client_key)],
+        use_agent=False,
+        connect_timeout=10,
+        keepalive_interval=5,
+    )
