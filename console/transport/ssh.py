@@ -35,6 +35,7 @@ from console.transport.hostkeys import (
 )
 
 _MAX_HOPS = 8
+_PID_MARK = "__specconsole_pid__="
 
 
 @dataclass
@@ -300,12 +301,18 @@ class SSHTransport:
 
     async def stream(self, cmd: Command) -> AsyncIterator[str]:
         conn = await self.connection()
+        # The command first reports its pid so that closing the stream can end it: SSH
+        # "signal" requests are ignored by sshd for root sessions, and a quiet `tail -f`
+        # would otherwise linger on the host until its next write hits a closed pipe.
+        inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
+        wrapped = f"echo {_PID_MARK}$$; exec sh -c {shlex.quote(inner)}"
         try:
             proc = await conn.create_process(
-                self._remote(cmd), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
+                self._remote(wrapped), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
             )
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
             raise self._lost(cmd) from None
+        pid: str | None = None
         try:
             proc.stdin.write_eof()
             while True:
@@ -315,16 +322,27 @@ class SSHTransport:
                     raise self._lost(cmd) from None
                 if not line:  # EOF: the command ended, or the channel died with the link
                     break
+                if pid is None and line.startswith(_PID_MARK):
+                    pid = line[len(_PID_MARK) :].strip()
+                    continue
                 yield line.rstrip("\r\n")
             await proc.wait_closed()
             if proc.exit_status is None and proc.exit_signal is None:
                 raise self._lost(cmd)
         finally:
             if proc.exit_status is None:
-                # Stop e.g. `tail -f` on the host, not just our end of it.
                 with suppress(asyncssh.Error, OSError):
                     proc.send_signal("TERM")
-            proc.close()
+                proc.close()
+                if pid and pid.isdigit() and self._alive():
+                    # The session's process group when sh leads it, else just the command.
+                    with suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
+                        await self.run(
+                            f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null",
+                            timeout=10,
+                        )
+            else:
+                proc.close()
 
     # -- files ----------------------------------------------------------------------
 
