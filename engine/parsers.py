@@ -59,19 +59,10 @@ def _partial_suffix(text: str, tag: str) -> int:
 
 
 def split_reasoning(text: str, parser: str) -> tuple[str | None, str]:
-    """(reasoning_content, content) for a finished generation."""
-    start = text.find(THINK_START)
-    end = text.find(THINK_END)
-    if start != -1 and (end == -1 or start < end):
-        before = text[:start]
-        rest = text[start + len(THINK_START):]
-        end = rest.find(THINK_END)
-        if end == -1:  # unterminated: everything after <think> is reasoning
-            return rest, before
-        return rest[:end], before + rest[end + len(THINK_END):]
-    if end != -1 and parser in ("deepseek-r1", "kimi_k2"):
-        return text[:end], text[end + len(THINK_END):]
-    return None, text
+    """(reasoning_content, content) for a finished generation (None: no think span)."""
+    p = StreamingReasoningParser(parser)
+    reasoning, content = p.feed(text, final=True)
+    return (reasoning if p.seen_think else None), content
 
 
 class StreamingReasoningParser:
