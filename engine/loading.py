@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from engine.drafter import DFlashConfig, DFlashDrafter
-from engine.model import Qwen3Config, Qwen3ForCausalLM
+from engine.model import Qwen3Config, Qwen3ForCausalLM, fuse_for_inference
 from engine.tokenizer import Tokenizer
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -102,7 +102,9 @@ def load_target(path: str | Path, *, device="cpu", dtype="float32", on_shard=Non
     model.load_state_dict(state, assign=True, strict=False)
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
-    return model.to(device=device, dtype=dt).eval()
+    model = model.to(device=device, dtype=dt).eval()
+    fuse_for_inference(model)
+    return model
 
 
 def load_draft_model(path: str | Path, target: Qwen3ForCausalLM, *, on_shard=None) -> DFlashDrafter:
@@ -124,7 +126,9 @@ def load_draft_model(path: str | Path, target: Qwen3ForCausalLM, *, on_shard=Non
         raise WeightsError(f"{path} does not match a DFlash drafter of its config "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     drafter.load_state_dict(state, assign=True, strict=False)
-    return drafter.to(device=target.device, dtype=target.dtype).eval()
+    drafter = drafter.to(device=target.device, dtype=target.dtype).eval()
+    fuse_for_inference(drafter)
+    return drafter
 
 
 def _check_keys(module: torch.nn.Module, state: dict) -> tuple[list[str], list[str]]:

@@ -78,6 +78,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:  # one fused kernel; same arithmetic as below
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         dtype = x.dtype
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -124,8 +126,15 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(hidden, inter, bias=False)
         self.up_proj = nn.Linear(hidden, inter, bias=False)
         self.down_proj = nn.Linear(inter, hidden, bias=False)
+        self.fused: torch.Tensor | None = None  # [gate; up], set by fuse() for inference
+
+    def fuse(self) -> None:
+        self.fused = torch.cat([self.gate_proj.weight, self.up_proj.weight]).detach()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused is not None:
+            gate, up = F.linear(x, self.fused).chunk(2, dim=-1)
+            return self.down_proj(F.silu(gate) * up)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -144,30 +153,49 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=False)
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        # Inference-only concatenated projections (set by fuse()): one matmul instead of
+        # three matters when a step is dominated by per-op overhead, as on CPU.
+        self.qkv: torch.Tensor | None = None
+        self.kv: torch.Tensor | None = None
 
-    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
-        b, t, _ = x.shape
-        k = self.k_norm(self.k_proj(x).view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+    def fuse(self) -> None:
+        self.kv = torch.cat([self.k_proj.weight, self.v_proj.weight]).detach()
+        self.qkv = torch.cat([self.q_proj.weight, self.kv]).detach()
+
+    def _shape_kv(self, k, v, cos, sin):
+        b, t, _ = k.shape
+        k = self.k_norm(k.view(b, t, self.n_kv, self.head_dim)).transpose(1, 2)
+        v = v.view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
         return apply_rope(k, cos, sin), v
 
-    def project_q(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
-        b, t, _ = x.shape
-        q = self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
+    def _shape_q(self, q, cos, sin):
+        b, t, _ = q.shape
+        q = self.q_norm(q.view(b, t, self.n_heads, self.head_dim)).transpose(1, 2)
         return apply_rope(q, cos, sin)
 
+    def project_kv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        if self.kv is not None:
+            k, v = F.linear(x, self.kv).split(self.n_kv * self.head_dim, dim=-1)
+            return self._shape_kv(k, v, cos, sin)
+        return self._shape_kv(self.k_proj(x), self.v_proj(x), cos, sin)
+
+    def project_q(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        return self._shape_q(self.q_proj(x), cos, sin)
+
     def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
-        if self.n_kv != self.n_heads:
-            rep = self.n_heads // self.n_kv
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                             enable_gqa=self.n_kv != self.n_heads)
         b, _, t, _ = out.shape
         return self.o_proj(out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
 
     def forward(self, x, cos, sin, cache: KVCache | None, layer: int, mask: torch.Tensor | None):
-        q = self.project_q(x, cos, sin)
-        k, v = self.project_kv(x, cos, sin)
+        if self.qkv is not None:
+            q, k, v = F.linear(x, self.qkv).split(
+                [self.n_heads * self.head_dim, self.n_kv * self.head_dim, self.n_kv * self.head_dim], dim=-1)
+            q, (k, v) = self._shape_q(q, cos, sin), self._shape_kv(k, v, cos, sin)
+        else:
+            q = self.project_q(x, cos, sin)
+            k, v = self.project_kv(x, cos, sin)
         if cache is not None:
             k, v = cache.append(layer, k, v)
         # Without an explicit mask: causal over the new rows with the whole past visible.
@@ -197,6 +225,14 @@ def causal_mask(new: int, past: int, dtype: torch.dtype, device) -> torch.Tensor
     m[:, :past] = 0
     m[:, past:] = torch.triu(m[:, past:], diagonal=1)
     return m[None, None]
+
+
+def fuse_for_inference(module: nn.Module) -> None:
+    """Concatenate projection weights for faster inference. Call after .to(), and never
+    before training: the fused copies would not follow weight updates."""
+    for mod in module.modules():
+        if isinstance(mod, Attention | MLP):
+            mod.fuse()
 
 
 class Qwen3Model(nn.Module):
