@@ -89,6 +89,7 @@ class ServerState:
     max_model_len: int
     version: str = field(default_factory=engine_version)
     ready: bool = False
+    startup_error: str | None = None
     created: int = field(default_factory=lambda: int(time.time()))
 
     @property
@@ -845,16 +846,28 @@ def _announce_ready(state: ServerState, server, args: ServeArgs) -> None:
     logger.info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)", host, args.port)
     if not args.skip_server_warmup:
         done = threading.Event()
+        results: list[JobResult] = []
         tok = state.tokenizer
-        warm_ids = tok.encode("def main():\n") or [0]
+        warm_ids = (tok.encode("def main():\n") or [0])[: max(1, state.context_length // 2)]
         n = max(1, min(8, state.context_length - len(warm_ids)))
-        job = Job(GenParams(warm_ids, n, ignore_eos=True), on_done=lambda _r: done.set(),
-                  rid="warmup", count_in_metrics=False)
+
+        def finished(result: JobResult) -> None:
+            results.append(result)
+            done.set()
+        job = Job(GenParams(warm_ids, n, ignore_eos=True), on_done=finished, rid="warmup",
+                  count_in_metrics=False)
         try:
             state.worker.submit(job)
         except ShuttingDown:
             return
-        done.wait(120)
+        done.wait(300)
+        if not results or (results[0].finish_reason == "abort" and not server.should_exit):
+            # Like SGLang: a server that cannot generate must not report ready.
+            state.startup_error = ("the warmup generation failed ("
+                                   f"{results[0].error if results else 'timed out'})")
+            logger.error("Warmup failed: %s", state.startup_error)
+            server.should_exit = True
+            return
     if server.should_exit:
         return
     state.ready = True
@@ -886,6 +899,8 @@ def serve(args: ServeArgs) -> int:
         state.worker.shutdown(abort=True)
         state.worker.join(5)
     logger.info("Server stopped.")
+    if state.startup_error:
+        fail(state.startup_error)
     return 0
 
 
