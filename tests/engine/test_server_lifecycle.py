@@ -47,9 +47,15 @@ def test_help_lists_every_flag():
     assert "--speculative-dflash-draft-window-size" not in text
 
 
-def test_specengine_entry_point_help():
+def test_specengine_entry_point_help(capsys):
     from engine.cli import main
     assert main(["--help"]) == 0
+    assert main([]) == 2
+    assert main(["bogus"]) == 2
+    with pytest.raises(SystemExit) as exc:  # train delegates to engine.train.main
+        main(["train", "--help"])
+    assert exc.value.code == 0
+    assert "usage: specengine train" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args", [
