@@ -160,14 +160,25 @@ def dflash_block_mask(anchors: torch.Tensor, seq_len: int, block: int, dtype) ->
     return mask[:, None]
 
 
-def drafter_loss(target: Qwen3ForCausalLM, drafter: DFlashDrafter, seqs: torch.Tensor,
+@torch.no_grad()
+def target_features(target: Qwen3ForCausalLM, seqs: torch.Tensor, layer_ids: list[int],
+                    batch: int = 32) -> torch.Tensor:
+    """The frozen target's tapped hidden states for every sequence, concatenated per row.
+    Computed once (DFlash's "offline" mode): the target is frozen, so they never change."""
+    out = []
+    for i in tqdm(range(0, seqs.shape[0], batch), desc="target features", mininterval=2.0, file=sys.stdout):
+        x = seqs[i : i + batch]
+        _, hidden = target(x, torch.arange(x.shape[1])[None].expand(x.shape[0], -1), output_layers=layer_ids)
+        out.append(torch.cat(hidden, dim=-1))
+    return torch.cat(out)
+
+
+def drafter_loss(drafter: DFlashDrafter, seqs: torch.Tensor, features: torch.Tensor,
                  prompt_len: int, anchors_per_seq: int, gamma: float, gen: torch.Generator) -> torch.Tensor:
     cfg = drafter.config
     bsz, s = seqs.shape
     block = cfg.block_size
-    with torch.no_grad():
-        _, hidden = target(seqs, torch.arange(s)[None].expand(bsz, s), output_layers=cfg.target_layer_ids)
-    ctx = drafter.fuse(hidden)
+    ctx = drafter.fuse([features])
     # Anchors: distinct response positions whose whole block fits in the sequence.
     lo, hi = prompt_len, s - block
     anchors = torch.stack([lo + torch.randperm(hi - lo + 1, generator=gen)[:anchors_per_seq] for _ in range(bsz)])
@@ -206,6 +217,7 @@ def train_drafter(args: argparse.Namespace) -> None:
         seqs = regenerate(target, data, args.samples, args.prompt_len, args.response_len, args.seed)
         torch.save(seqs, data_path)
     print(f"drafter data: {seqs.shape[0]} sequences of {seqs.shape[1]} tokens", flush=True)
+    features = target_features(target, seqs, dcfg.target_layer_ids)
 
     drafter = DFlashDrafter(dcfg, target)
     with torch.no_grad():
@@ -234,7 +246,7 @@ def train_drafter(args: argparse.Namespace) -> None:
         idx = torch.randint(0, seqs.shape[0], (args.batch,), generator=g)
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, args.steps, args.lr)
-        loss = drafter_loss(target, drafter, seqs[idx], args.prompt_len, args.anchors, gamma, g)
+        loss = drafter_loss(drafter, seqs[idx], features[idx], args.prompt_len, args.anchors, gamma, g)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
@@ -279,12 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--work-dir", default=".train", help="checkpoints and cached data (resumable)")
         sp.add_argument("--ckpt-every", type=int, default=50, help="steps between checkpoints")
         sp.add_argument("--seed", type=int, default=0, help="random seed")
+        sp.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: all cores; 1 is steadier on a shared machine)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    torch.set_num_threads(args.threads or max(1, os.cpu_count() or 1))
     args.func(args)
     return 0
 
