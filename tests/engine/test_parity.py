@@ -53,3 +53,21 @@ def test_tokenizer_loads_in_transformers(tiny_pair):
     text = "def f(x):\n    return x  # ünïcode\n"
     assert tok.decode(tok(text)["input_ids"]) == text
     assert tok(text)["input_ids"] == list(text.encode())
+
+
+def test_bf16_forward_tracks_fp32_and_decodes(tiny_pair):
+    """bf16 is the GPU dtype: it must load, stay close to fp32, and run every method."""
+    from engine.decode import Decoder
+    from engine.loading import load_bundle
+
+    f32 = load_bundle(*tiny_pair)
+    b16 = load_bundle(*tiny_pair, dtype="bfloat16")
+    assert b16.target.dtype == torch.bfloat16 and b16.drafter.fc.weight.dtype == torch.bfloat16
+    ids = torch.randint(0, 256, (1, 32), generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        a, _ = f32.target(ids, torch.arange(32)[None])
+        b, _ = b16.target(ids, torch.arange(32)[None])
+    torch.testing.assert_close(b.float(), a, atol=0.05, rtol=0.05)
+    for method in ("ar", "dflash", "ddtree"):
+        g = Decoder(b16.target, b16.drafter, method=method, budget=8).generate(list(range(65, 90)), max_new_tokens=10)
+        assert len(g.tokens) == 10
