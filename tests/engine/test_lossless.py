@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from engine.decode import Decoder
-from engine.loading import load_bundle
+from engine.loading import DEFAULT_DRAFTER_PATH, load_bundle
 from engine.tiny import make_random_pair
 from tests.engine.helpers import OracleDecoder
 
@@ -157,3 +157,16 @@ def test_bad_arguments_are_refused(pairs):
         dec.generate(list(range(20)), max_new_tokens=4)
     with pytest.raises(ValueError, match="at least 1"):
         dec.generate([1, 2], max_new_tokens=0)
+
+
+@pytest.mark.skipif(not (DEFAULT_DRAFTER_PATH / "config.json").exists(), reason="bundled weights not trained yet")
+def test_bundled_pair_is_lossless():
+    """The trained pair accepts long drafts; outputs must still equal AR exactly."""
+    b = load_bundle()
+    for prompt in ("def read_config(path):\n", "The weather today is"):
+        ids = b.tokenizer.encode(prompt)
+        ref = Decoder(b.target, method="ar").generate(ids, max_new_tokens=64, ignore_eos=True)
+        for method, budget in (("dflash", None), ("ddtree", 16), ("ddtree", 64)):
+            got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(
+                ids, max_new_tokens=64, ignore_eos=True)
+            assert got.tokens == ref.tokens, (prompt, method, budget)
