@@ -284,10 +284,14 @@ async def cmd_hosts(args: argparse.Namespace) -> int:
         for name in profiles.list_profile_names():
             p = profiles.load_profile(name)
             where = p.ssh.destination if p.ssh else "this machine"
-            builtin = " (built in)" if name == profiles.LOCAL and not (
-                profiles.hosts_dir() / "local.toml"
-            ).exists() else ""
-            print(f"{name}{builtin}: {p.engine} on {where}, {p.supervisor.kind} supervisor, port {p.port}")
+            builtin = (
+                " (built in)"
+                if name == profiles.LOCAL and not (profiles.hosts_dir() / "local.toml").exists()
+                else ""
+            )
+            print(
+                f"{name}{builtin}: {p.engine} on {where}, {p.supervisor.kind} supervisor, port {p.port}"
+            )
         return 0
     if action == "show":
         p = profiles.load_profile(args.name)
@@ -419,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("name")
     add = hsub.add_parser("add", help="Add a host profile.")
     add.add_argument("name")
-    add.add_argument("--ssh", metavar="DEST", help="ssh destination (alias, host, user@host[:port])")
+    add.add_argument(
+        "--ssh", metavar="DEST", help="ssh destination (alias, host, user@host[:port])"
+    )
     add.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
     add.add_argument("--identity-file", help="private key file")
     add.add_argument("--known-hosts", help="known_hosts file (default ~/.ssh/known_hosts)")

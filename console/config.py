@@ -175,7 +175,9 @@ def load_profile(name: str) -> HostProfile:
         raise ConfigError(f"Host profile {path} is not valid TOML: {exc}.") from None
     profile = parse_profile(name, data, f"Host profile {path}")
     if profile.name != name:
-        raise ConfigError(f"Host profile {path} is invalid: name: must match the file name {name!r}.")
+        raise ConfigError(
+            f"Host profile {path} is invalid: name: must match the file name {name!r}."
+        )
     return profile
 
 

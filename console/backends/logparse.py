@@ -59,7 +59,9 @@ class SpecDecodingMetrics:
 
 LogEvent = LoadingProgress | Ready | DecodeStats | SpecDecodingMetrics
 
-_LOADING_RE = re.compile(r"Loading safetensors checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)")
+_LOADING_RE = re.compile(
+    r"Loading safetensors checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)"
+)
 _DECODE_RE = re.compile(r"Decode batch(?: \[(\d+)\])?[.,]\s*(.*)$")
 # `key: value` pairs of the decode line; keys may contain spaces, `#`, `(token/s)`.
 _PAIR_RE = re.compile(r"(#?[A-Za-z][\w .-]*?(?: \([^)]*\))?): ([^,]+)")

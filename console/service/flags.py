@@ -38,7 +38,9 @@ def coerce(spec: FlagSpec, raw: str) -> FlagValue:
     """A typed value for one flag, or a `FlagError` naming the flag and the problem."""
     opt = f"--{spec.name}"
     if "\x00" in raw:
-        raise FlagError(f"The value for {opt} contains a NUL byte, which no command line can carry.")
+        raise FlagError(
+            f"The value for {opt} contains a NUL byte, which no command line can carry."
+        )
     if spec.type == "bool":
         low = raw.strip().lower()
         if low in _TRUE:

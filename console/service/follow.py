@@ -44,7 +44,9 @@ async def follow_until_settled(
             if lifecycle.state in TERMINAL:
                 break
             if loop.time() >= deadline:
-                lifecycle.fail(f"not ready after {timeout:g} s (still {lifecycle.current.describe()})")
+                lifecycle.fail(
+                    f"not ready after {timeout:g} s (still {lifecycle.current.describe()})"
+                )
                 break
             await asyncio.sleep(poll)
     finally:

@@ -119,7 +119,9 @@ else echo "exited $pid unknown"; fi
         result = await check(self.transport, script, "Reading the service state", timeout=30)
         words = result.stdout.split()
         if not words:
-            raise ServiceError(f"Reading the service state on {self.transport.name} gave no answer.")
+            raise ServiceError(
+                f"Reading the service state on {self.transport.name} gave no answer."
+            )
         if words[0] == "running":
             return SupervisorState("running", pid=int(words[1]))
         if words[0] == "exited":

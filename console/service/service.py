@@ -258,9 +258,7 @@ class EngineService:
         old_flags = canonical_flags(discovered.schema, base.flags) if old else {}
         return FlagPlan(old=old, new=new, diff=unified_diff(old_flags, flags, label))
 
-    async def apply(
-        self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT
-    ) -> ApplyResult:
+    async def apply(self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
         """Write the new config (previous one kept as last-good), restart, wait for ready."""
         store = await self.store()
         current = await store.current()
@@ -307,7 +305,9 @@ class EngineService:
         try:
             pattern = re.compile(grep) if grep else None
         except re.error as exc:
-            raise ServiceError(f"--grep {grep!r} is not a valid regular expression: {exc}.") from None
+            raise ServiceError(
+                f"--grep {grep!r} is not a valid regular expression: {exc}."
+            ) from None
         supervisor = await self.supervisor()
         source = supervisor.follow_logs(backlog=lines) if follow else None
         if source is None:

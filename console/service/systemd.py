@@ -41,7 +41,9 @@ def state_from_show(props: dict[str, str]) -> SupervisorState:
         code = int(status) if status.lstrip("-").isdigit() else None
         if props.get("ExecMainCode") == "2":  # CLD_KILLED: status is a signal number
             code = 128 + code if code is not None else None
-        return SupervisorState("exited", exit_code=code, detail=f"result {props.get('Result', '?')}")
+        return SupervisorState(
+            "exited", exit_code=code, detail=f"result {props.get('Result', '?')}"
+        )
     return SupervisorState("stopped", detail=active or "unknown")
 
 

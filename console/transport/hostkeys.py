@@ -101,7 +101,9 @@ class KnownHostsStore:
         """Record a key the user accepted (OpenSSH's `accept-new`)."""
         path = Path(self.paths[0])
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        line = f"{known_hosts_name(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
+        line = (
+            f"{known_hosts_name(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
+        )
         existing = path.read_text() if path.exists() else ""
         if existing and not existing.endswith("\n"):
             line = "\n" + line

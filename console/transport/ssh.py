@@ -44,7 +44,9 @@ class SSHOptions:
 
     destination: str  # `alias`, `host`, `user@host` or `user@host:port`
     config_paths: list[str] | None = None  # default: ~/.ssh/config when it exists
-    known_hosts: list[str] | None = None  # default: config's UserKnownHostsFile or ~/.ssh/known_hosts
+    known_hosts: list[str] | None = (
+        None  # default: config's UserKnownHostsFile or ~/.ssh/known_hosts
+    )
     client_keys: list[str] | None = None  # default: config's IdentityFile / ~/.ssh/id_*
     use_agent: bool = True
     connect_timeout: float = 15.0
@@ -216,7 +218,7 @@ class SSHTransport:
     def _record_key(self, hop: _Hop, unknown: UnknownHostKey) -> None:
         store = KnownHostsStore([unknown.known_hosts_file])
         name = unknown.info.known_hosts_name
-        host, port = (name[1:].split("]:") if name.startswith("[") else (name, None))
+        host, port = name[1:].split("]:") if name.startswith("[") else (name, None)
         store.add(host, int(port) if port else None, unknown.info.key)
 
     def _alive(self) -> bool:

@@ -51,7 +51,9 @@ def test_hosts_add_list_show_remove(capsys: pytest.CaptureFixture[str]) -> None:
         (["logs", "local", "--grep", "("], "not a valid regular expression"),
     ],
 )
-def test_errors_are_one_sentence_without_traceback(args: list[str], needle: str, tmp_path: Path) -> None:
+def test_errors_are_one_sentence_without_traceback(
+    args: list[str], needle: str, tmp_path: Path
+) -> None:
     if args[0] == "logs":  # needs a state dir that is not the developer's
         (tmp_path / "config" / "hosts").mkdir(parents=True, exist_ok=True)
         (tmp_path / "config" / "hosts" / "local.toml").write_text(f'state_dir = "{tmp_path}/s"\n')
@@ -85,7 +87,9 @@ python = "{sys.executable}"
     )
 
 
-def test_unknown_host_key_needs_the_flag_when_not_interactive(sshd_server: SSHServer, tmp_path: Path) -> None:
+def test_unknown_host_key_needs_the_flag_when_not_interactive(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
     known = tmp_path / "known_hosts"
     known.write_text("")
     _ssh_profile(tmp_path, sshd_server, known)
@@ -100,7 +104,9 @@ def test_unknown_host_key_needs_the_flag_when_not_interactive(sshd_server: SSHSe
     assert run_cli("status", "lab").returncode == 0  # now known
 
 
-def test_set_without_yes_off_a_terminal_changes_nothing(sshd_server: SSHServer, tmp_path: Path) -> None:
+def test_set_without_yes_off_a_terminal_changes_nothing(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
     known = tmp_path / "known_hosts"
     known.write_text(sshd_server.known_hosts_line())
     _ssh_profile(tmp_path, sshd_server, known)

@@ -29,7 +29,10 @@ def test_add_show_list_remove_round_trip(_isolated_config: Path) -> None:
         {
             "engine": "sglang",
             "ssh": {"destination": "ops@gpu1:2222"},
-            "launch": {"venv": "/opt/sglang", "env": {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}},
+            "launch": {
+                "venv": "/opt/sglang",
+                "env": {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"},
+            },
             "supervisor": {"kind": "systemd", "unit": "sglang"},
             "model_path": "/models/Qwen3-8B",
             "flags": {"--speculative-algorithm": "DFLASH", "page_size": 1},

@@ -26,7 +26,9 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 WINDOW = "speculative-draft-window-size"
 
 
-def _profile(kind: str, tmp_path: Path, tiny_pair: tuple[Path, Path], request: pytest.FixtureRequest) -> HostProfile:
+def _profile(
+    kind: str, tmp_path: Path, tiny_pair: tuple[Path, Path], request: pytest.FixtureRequest
+) -> HostProfile:
     target, drafter = tiny_pair
     ssh = None
     if kind == "ssh":
@@ -53,7 +55,9 @@ def _profile(kind: str, tmp_path: Path, tiny_pair: tuple[Path, Path], request: p
 
 
 @pytest_asyncio.fixture(params=["local", "ssh"])
-async def service(request: pytest.FixtureRequest, tmp_path: Path, tiny_pair) -> AsyncIterator[EngineService]:
+async def service(
+    request: pytest.FixtureRequest, tmp_path: Path, tiny_pair
+) -> AsyncIterator[EngineService]:
     profile = _profile(request.param, tmp_path, tiny_pair, request)
     save_profile(profile)  # for the CLI calls below (isolated config dir)
     transport = open_transport(profile)

@@ -58,18 +58,28 @@ def test_apply_changes_types_aliases_and_unset(sglang) -> None:
         LIMITS, "sglang on gpu1",
     )  # fmt: skip
     # The old spelling found in an existing config is folded into the one the engine uses.
-    assert new == {"model-path": "/m", "speculative-draft-window-size": 128, "trust-remote-code": True}
+    assert new == {
+        "model-path": "/m",
+        "speculative-draft-window-size": 128,
+        "trust-remote-code": True,
+    }
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"speculative-draft-windw-size": "64"}, "not a flag of sglang on gpu1 (did you mean --speculative-draft-window-size?)"),
+        (
+            {"speculative-draft-windw-size": "64"},
+            "not a flag of sglang on gpu1 (did you mean --speculative-draft-window-size?)",
+        ),
         ({"context-length": "lots"}, "--context-length expects a whole number, not 'lots'"),
         ({"speculative-algorithm": "dflash"}, "did you mean DFLASH?"),
         ({"attention-backend": "cudnn"}, "choose one of flashinfer"),
         ({"trust-remote-code": "maybe"}, "is a switch"),
-        ({"speculative-draft-window-size": "8"}, "below the draft block size 16 (from /d/config.json)"),
+        (
+            {"speculative-draft-window-size": "8"},
+            "below the draft block size 16 (from /d/config.json)",
+        ),
         (
             {"speculative-draft-window-size": "8", "speculative-num-draft-tokens": "10"},
             "below the draft block size 10 (from --speculative-num-draft-tokens)",
@@ -96,7 +106,9 @@ def test_limits_unknown_means_no_cross_check(sglang) -> None:
 
 
 def test_json_flag_must_parse() -> None:
-    schema = parse_help("options:\n  --speculative-config SPECULATIVE_CONFIG\n                        JSON\n")
+    schema = parse_help(
+        "options:\n  --speculative-config SPECULATIVE_CONFIG\n                        JSON\n"
+    )
     schema.replace("speculative-config", type="json")
     spec = schema.resolve("speculative-config")
     assert coerce(spec, '{"method": "dflash"}') == '{"method": "dflash"}'
@@ -124,9 +136,13 @@ user_text = st.text(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(value=user_text, env_value=user_text)
-async def test_flag_values_reach_the_engine_verbatim(tmp_path: Path, value: str, env_value: str) -> None:
+async def test_flag_values_reach_the_engine_verbatim(
+    tmp_path: Path, value: str, env_value: str
+) -> None:
     """Start a fake engine through the process supervisor (the same sh scripts and
     setsid wrapper as production); it records its argv and env, which must be exact."""
     files = ServiceFiles(str(tmp_path / "svc"))

@@ -52,7 +52,10 @@ def test_old_sglang_keeps_its_own_spelling_for_the_window() -> None:
     spec = schema.resolve("speculative-draft-window-size")
     assert spec.name == "speculative-dflash-draft-window-size"
     assert roles["draft_window"] == "speculative-dflash-draft-window-size"
-    assert flags_to_argv({spec.name: 64}, schema) == ["--speculative-dflash-draft-window-size", "64"]
+    assert flags_to_argv({spec.name: 64}, schema) == [
+        "--speculative-dflash-draft-window-size",
+        "64",
+    ]
 
 
 def test_vllm_help_groups_defaults_and_boolean_optional() -> None:

@@ -52,10 +52,17 @@ def test_sglang_old_scheduler_line_has_a_period_and_no_accept_rate() -> None:
     n, num_used, u, x, b, t, q = 2, 900, 0.0456, 3.25, False, 88.0, 3
     line = f"Decode batch. #running-req: {n}, #token: {num_used}, token usage: {u:.2f}, "
     line += f"accept len: {x:.2f}, "
-    line += f"cuda graph: {b}, gen throughput (token/s): {t:.2f}, #queue-req: {q}"  # no trailing comma
+    line += (
+        f"cuda graph: {b}, gen throughput (token/s): {t:.2f}, #queue-req: {q}"  # no trailing comma
+    )
     stats = parse_sglang_decode(PREFIX + line)
     assert stats is not None
-    assert (stats.running_req, stats.tokens, stats.accept_len, stats.accept_rate) == (2, 900, 3.25, None)
+    assert (stats.running_req, stats.tokens, stats.accept_len, stats.accept_rate) == (
+        2,
+        900,
+        3.25,
+        None,
+    )
     assert (stats.gen_throughput, stats.queue_req, stats.graph) == (88.0, 3, False)
 
 
@@ -85,8 +92,15 @@ def test_not_decode_lines() -> None:
     assert parse_sglang_decode("Decode batch, #running-req: 1") is None  # truncated
 
 
-def vllm_line(mean: float, acc_tp: float, draft_tp: float, acc: int, drafted: int,
-              per_pos: list[float], rate: float) -> str:
+def vllm_line(
+    mean: float,
+    acc_tp: float,
+    draft_tp: float,
+    acc: int,
+    drafted: int,
+    per_pos: list[float],
+    rate: float,
+) -> str:
     """`vllm/v1/spec_decode/metrics.py::SpecDecodingLogging.log` (%-format as logged)."""
     fmt = (
         "SpecDecoding metrics: "
@@ -100,7 +114,13 @@ def vllm_line(mean: float, acc_tp: float, draft_tp: float, acc: int, drafted: in
     )
     pos = ", ".join(f"{p:.3f}" for p in per_pos)
     return "INFO 04-01 12:00:00 [metrics.py:88] " + fmt % (
-        mean, acc_tp, draft_tp, acc, drafted, pos, rate
+        mean,
+        acc_tp,
+        draft_tp,
+        acc,
+        drafted,
+        pos,
+        rate,
     )
 
 

@@ -68,10 +68,15 @@ async def test_start_state_logs_stop(supervisor: ProcessSupervisor, tmp_path: Pa
         await supervisor.start(_py(SLEEPER))
     await supervisor.stop(timeout=5)
     assert (await supervisor.state()).state == "stopped"
-    assert not Path(f"/proc/{state.pid}").exists() or "Z" in Path(f"/proc/{state.pid}/stat").read_text().split(") ")[1][:1]
+    assert (
+        not Path(f"/proc/{state.pid}").exists()
+        or "Z" in Path(f"/proc/{state.pid}/stat").read_text().split(") ")[1][:1]
+    )
 
 
-async def test_service_outlives_the_console_connection(supervisor: ProcessSupervisor, transport: Transport) -> None:
+async def test_service_outlives_the_console_connection(
+    supervisor: ProcessSupervisor, transport: Transport
+) -> None:
     await supervisor.start(_py(SLEEPER))
     pid = (await supervisor.state()).pid
     await transport.close()  # the console goes away (for SSH: the session ends)

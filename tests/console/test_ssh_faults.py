@@ -95,7 +95,9 @@ async def fault_server(tmp_path: Path) -> AsyncIterator[FaultServer]:
     await acceptor.wait_closed()
 
 
-async def test_link_dropped_mid_stream_is_a_clear_error_then_reconnects(fault_server: FaultServer) -> None:
+async def test_link_dropped_mid_stream_is_a_clear_error_then_reconnects(
+    fault_server: FaultServer,
+) -> None:
     t = SSHTransport(fault_server.options, name="gpu-flaky")
     stream = t.stream("ticker")
     assert await anext(stream) == "tick 0"

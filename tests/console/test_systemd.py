@@ -37,7 +37,11 @@ def _config(argv: list[str] | None = None, **kw) -> LaunchConfig:
 def _verify(unit_dir: Path, unit: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{unit_dir}:"}
     return subprocess.run(
-        [ANALYZE, "verify", str(unit_dir / unit)], capture_output=True, text=True, env=env, timeout=60
+        [ANALYZE, "verify", str(unit_dir / unit)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
 
 
@@ -114,7 +118,13 @@ def systemd_unquote(line: str) -> list[str]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_execstart_quoting_round_trips(argv: list[str]) -> None:
     line = exec_start(argv)
     assert "\n" not in line  # one line in the unit file, whatever the values
@@ -157,7 +167,9 @@ class RecordingTransport:
         self.files: dict[str, bytes] = {}
         self.show = show
 
-    async def run(self, cmd: Command, *, input: str | None = None, timeout: float | None = 60.0) -> CommandResult:
+    async def run(
+        self, cmd: Command, *, input: str | None = None, timeout: float | None = 60.0
+    ) -> CommandResult:
         text = as_script(cmd)
         self.commands.append(text)
         if " show " in text:
@@ -218,10 +230,15 @@ async def test_user_scope_dropin_and_sudo_commands() -> None:
     assert (await user.state()).exit_code == 2
 
     t = RecordingTransport()
-    root = SystemdSupervisor(t, files, SupervisorProfile(kind="systemd", sudo=True), "sglang.service", "gpu1")
+    root = SystemdSupervisor(
+        t, files, SupervisorProfile(kind="systemd", sudo=True), "sglang.service", "gpu1"
+    )
     await root.install(_config())
     # Staged in our own dir, moved into /etc by root in one rename; never written directly.
     assert list(t.files) == ["/home/ops/.local/state/specconsole/gpu1/sglang.service"]
     assert t.commands[0].startswith("sudo -n sh -c ")
-    assert "mv -f /etc/systemd/system/sglang.service.specconsole.tmp /etc/systemd/system/sglang.service" in t.commands[0]
+    assert (
+        "mv -f /etc/systemd/system/sglang.service.specconsole.tmp /etc/systemd/system/sglang.service"
+        in t.commands[0]
+    )
     assert t.commands[1] == "sudo -n systemctl daemon-reload"

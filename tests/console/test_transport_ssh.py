@@ -41,7 +41,9 @@ async def test_run_argv_script_and_input(ssh_options: SSHOptions) -> None:
         await t.close()
 
 
-@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 async def test_argv_reaches_the_host_verbatim(ssh_options: SSHOptions, data: st.DataObject) -> None:
     # One connection, many drawn argument lists: the remote login shell must see each
@@ -63,13 +65,17 @@ async def test_argv_reaches_the_host_verbatim(ssh_options: SSHOptions, data: st.
 async def test_stream_lines_then_exit(ssh_options: SSHOptions) -> None:
     t = SSHTransport(ssh_options)
     try:
-        lines = [line async for line in t.stream("for i in 1 2 3; do echo line$i; done; echo e >&2")]
+        lines = [
+            line async for line in t.stream("for i in 1 2 3; do echo line$i; done; echo e >&2")
+        ]
         assert lines == ["line1", "line2", "line3", "e"]
     finally:
         await t.close()
 
 
-async def test_abandoned_stream_stops_the_remote_command(ssh_options: SSHOptions, tmp_path: Path) -> None:
+async def test_abandoned_stream_stops_the_remote_command(
+    ssh_options: SSHOptions, tmp_path: Path
+) -> None:
     t = SSHTransport(ssh_options)
     pidfile = tmp_path / "tail.pid"
     try:
@@ -124,7 +130,9 @@ async def test_forward_reaches_an_http_server_on_the_host(ssh_options: SSHOption
         server.close()
 
 
-async def test_changed_host_key_is_refused_with_fingerprint(ssh_options: SSHOptions, sshd_server: SSHServer) -> None:
+async def test_changed_host_key_is_refused_with_fingerprint(
+    ssh_options: SSHOptions, sshd_server: SSHServer
+) -> None:
     other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
     Path(ssh_options.known_hosts[0]).write_text(f"[127.0.0.1]:{sshd_server.port} {other}\n")
     asked: list[HostKeyInfo] = []
@@ -142,7 +150,9 @@ async def test_changed_host_key_is_refused_with_fingerprint(ssh_options: SSHOpti
     await t.close()
 
 
-async def test_unknown_host_key_needs_confirmation(ssh_options: SSHOptions, sshd_server: SSHServer) -> None:
+async def test_unknown_host_key_needs_confirmation(
+    ssh_options: SSHOptions, sshd_server: SSHServer
+) -> None:
     known = Path(ssh_options.known_hosts[0])
     known.write_text("")
     fingerprint = asyncssh.import_public_key(sshd_server.host_key_pub).get_fingerprint("sha256")
