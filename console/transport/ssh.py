@@ -271,21 +271,58 @@ class SSHTransport:
         # meaning does not depend on that shell, and quote argv element by element.
         return f"sh -c {shlex.quote(cmd)}" if isinstance(cmd, str) else shlex.join(cmd)
 
+    @staticmethod
+    def _with_pid(cmd: Command, to_stderr: bool) -> str:
+        # The command first reports its pid, so that ending it early (a timeout, a closed
+        # stream) can kill it on the host: sshd ignores SSH "signal" requests for root
+        # sessions, and closing the channel alone leaves e.g. a quiet `tail -f` running.
+        inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
+        redirect = " >&2" if to_stderr else ""
+        return f"echo {_PID_MARK}$${redirect}; exec sh -c {shlex.quote(inner)}"
+
+    async def _end_remote(self, proc: asyncssh.SSHClientProcess, pid: str | None) -> None:
+        with suppress(asyncssh.Error, OSError):
+            proc.send_signal("TERM")
+        proc.close()
+        if pid and pid.isdigit() and self._alive():
+            # The session's process group when sh leads it, else just the command.
+            with suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
+                await self.run(
+                    f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null",
+                    timeout=10,
+                    _track=False,
+                )
+
     async def run(
-        self, cmd: Command, *, input: str | None = None, timeout: float | None = 60.0
+        self,
+        cmd: Command,
+        *,
+        input: str | None = None,
+        timeout: float | None = 60.0,
+        _track: bool = True,
     ) -> CommandResult:
         conn = await self.connection()
+        remote = self._remote(self._with_pid(cmd, to_stderr=True) if _track else cmd)
         try:
-            proc = await conn.create_process(self._remote(cmd), encoding="utf-8", errors="replace")
+            proc = await conn.create_process(remote, encoding="utf-8", errors="replace")
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
             raise self._lost(cmd) from None
+        pid: str | None = None
+        stderr_head = ""
         try:
             if input is not None:
                 proc.stdin.write(input)
             proc.stdin.write_eof()
-            done = await asyncio.wait_for(proc.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                if _track:
+                    first = await proc.stderr.readline()
+                    if first.startswith(_PID_MARK):
+                        pid = first[len(_PID_MARK) :].strip()
+                    else:
+                        stderr_head = first
+                done = await proc.wait()
         except TimeoutError:
-            proc.close()
+            await self._end_remote(proc, pid)
             raise CommandTimeout(
                 f"`{describe(cmd)}` on {self.name} did not finish within {timeout:g} s."
             ) from None
@@ -299,18 +336,16 @@ class SSHTransport:
         code = done.exit_status if done.exit_status is not None else 128 + 15
         if code == -1:  # asyncssh's "killed by a signal"
             code = 128 + 15
-        return CommandResult(code, str(done.stdout or ""), str(done.stderr or ""))
+        return CommandResult(code, str(done.stdout or ""), stderr_head + str(done.stderr or ""))
 
     async def stream(self, cmd: Command) -> AsyncIterator[str]:
         conn = await self.connection()
-        # The command first reports its pid so that closing the stream can end it: SSH
-        # "signal" requests are ignored by sshd for root sessions, and a quiet `tail -f`
-        # would otherwise linger on the host until its next write hits a closed pipe.
-        inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
-        wrapped = f"echo {_PID_MARK}$$; exec sh -c {shlex.quote(inner)}"
         try:
             proc = await conn.create_process(
-                self._remote(wrapped), encoding="utf-8", errors="replace", stderr=asyncssh.STDOUT
+                self._remote(self._with_pid(cmd, to_stderr=False)),
+                encoding="utf-8",
+                errors="replace",
+                stderr=asyncssh.STDOUT,
             )
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
             raise self._lost(cmd) from None
@@ -333,16 +368,7 @@ class SSHTransport:
                 raise self._lost(cmd)
         finally:
             if proc.exit_status is None:
-                with suppress(asyncssh.Error, OSError):
-                    proc.send_signal("TERM")
-                proc.close()
-                if pid and pid.isdigit() and self._alive():
-                    # The session's process group when sh leads it, else just the command.
-                    with suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
-                        await self.run(
-                            f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null",
-                            timeout=10,
-                        )
+                await self._end_remote(proc, pid)
             else:
                 proc.close()
 

@@ -196,11 +196,22 @@ async def test_proxyjump_goes_through_a_second_hop(ssh_options: SSHOptions) -> N
         await t.close()
 
 
-async def test_timeout_then_the_connection_still_works(ssh_options: SSHOptions) -> None:
+async def test_timeout_ends_the_remote_command_and_the_connection_still_works(
+    ssh_options: SSHOptions, tmp_path: Path
+) -> None:
     t = SSHTransport(ssh_options)
+    pidfile = tmp_path / "slow.pid"
     try:
-        with pytest.raises(CommandTimeout, match=r"within 0\.3 s"):
-            await t.run(["sleep", "20"], timeout=0.3)
+        with pytest.raises(CommandTimeout, match=r"within 0\.5 s"):
+            await t.run(f"echo $$ > {pidfile}; exec sleep 30", timeout=0.5)
+        pid = int(pidfile.read_text())
+        for _ in range(100):
+            stat = Path(f"/proc/{pid}/stat")
+            if not stat.exists() or stat.read_text().split(") ")[1][0] in "ZX":
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the timed-out command kept running on the host")
         assert (await t.run(["echo", "still here"])).stdout == "still here\n"
     finally:
         await t.close()
