@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from engine.kvcache import KVCache
-from engine.model import MLP, Attention, Qwen3Config, Qwen3ForCausalLM, RMSNorm, RotaryEmbedding
+from engine.model import DecoderLayer, Qwen3Config, Qwen3ForCausalLM, RMSNorm, RotaryEmbedding
 
 
 def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -67,15 +67,9 @@ class DFlashConfig:
         return {k: v for k, v in d.items() if v is not None}
 
 
-class DraftLayer(nn.Module):
-    """Qwen3 decoder layer whose K/V come from [context ; block] and whose Q from the block."""
-
-    def __init__(self, cfg: Qwen3Config):
-        super().__init__()
-        self.self_attn = Attention(cfg)
-        self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+class DraftLayer(DecoderLayer):
+    """Qwen3 decoder layer (same weights and names) whose K/V come from [context ; block]
+    and whose queries come from the block alone."""
 
     def forward(self, h, ctx, cos, sin, n_ctx, cache, layer, window, mask=None):
         attn = self.self_attn
