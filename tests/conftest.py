@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# Tests measure behaviour, not speed. One torch thread per process keeps a test process and
+# the engine subprocesses it starts from fighting over two cores (an OpenMP thread that
+# loses its core stalls every parallel op); subprocesses inherit this.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 
