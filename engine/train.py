@@ -15,6 +15,7 @@ before its anchor and itself bidirectionally, position-decayed cross-entropy wei
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import os
 import sys
@@ -198,6 +199,17 @@ def drafter_loss(drafter: DFlashDrafter, seqs: torch.Tensor, features: torch.Ten
     return (ce * w).sum() / w.sum()
 
 
+def target_fingerprint(path: Path) -> str:
+    """Cheap identity of a target's weights (content hash of the shard headers and sizes)."""
+    h = hashlib.sha256()
+    for f in sorted(path.glob("*.safetensors")):
+        h.update(f.name.encode())
+        h.update(str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(1 << 20))
+    return h.hexdigest()
+
+
 def train_drafter(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     tok = byte_tokenizer()
@@ -209,13 +221,16 @@ def train_drafter(args: argparse.Namespace) -> None:
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     data_path = work / "drafter_data.pt"
-    if data_path.exists():
-        seqs = torch.load(data_path)
+    # The regenerated responses belong to one target: a cache made by another is ignored.
+    fingerprint = target_fingerprint(Path(args.target))
+    cached = torch.load(data_path, weights_only=False) if data_path.exists() else None
+    if cached is not None and cached.get("target") == fingerprint:
+        seqs = cached["seqs"]
     else:
         root = Path(args.corpus) if args.corpus else stdlib_root()
         data = encode_files(split_files(root)[0], tok.eos_token_id)
         seqs = regenerate(target, data, args.samples, args.prompt_len, args.response_len, args.seed)
-        torch.save(seqs, data_path)
+        torch.save({"target": fingerprint, "seqs": seqs}, data_path)
     print(f"drafter data: {seqs.shape[0]} sequences of {seqs.shape[1]} tokens", flush=True)
     features = target_features(target, seqs, dcfg.target_layer_ids)
 
