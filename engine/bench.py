@@ -21,8 +21,6 @@ from engine.corpus import BENCH_PROMPTS_PATH
 from engine.decode import METHODS, Decoder, Generation
 from engine.loading import load_bundle
 
-DEFAULT_BUDGET = 32
-
 
 def load_prompts(path: Path, types: list[str] | None, limit: int | None) -> list[dict]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -124,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--types", type=lambda s: s.split(","), default=None, help="comma-separated text types to run")
     p.add_argument("--limit", type=int, default=None, help="at most this many prompts per text type")
     p.add_argument("--max-new-tokens", type=int, default=128, help="tokens generated per prompt")
-    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="DDTree node budget")
+    p.add_argument("--budget", type=int, default=None,
+                   help="DDTree node budget (default: block size - 1, as `specengine serve` and the DDTree reference)")
     p.add_argument("--block-size", type=int, default=None, help="draft block size (default: the drafter's)")
     p.add_argument("--draft-window", type=int, default=None, help="drafter attention window (default: full context)")
     p.add_argument("--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare")
