@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("target", help="train the target LM on the corpus",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     t.add_argument("--out", default="engine/weights/target", help="output model directory")
-    t.add_argument("--steps", type=int, default=700, help="optimiser steps")
+    t.add_argument("--steps", type=int, default=1000, help="optimiser steps")
     t.add_argument("--batch", type=int, default=16, help="sequences per step")
     t.add_argument("--seq-len", type=int, default=512, help="tokens per sequence")
     t.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine, 4%% warmup)")
@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d.add_argument("--target", default="engine/weights/target", help="trained target directory")
     d.add_argument("--out", default="engine/weights/drafter", help="output drafter directory")
-    d.add_argument("--steps", type=int, default=800, help="optimiser steps")
+    d.add_argument("--steps", type=int, default=1500, help="optimiser steps")
     d.add_argument("--batch", type=int, default=8, help="sequences per step")
     d.add_argument("--samples", type=int, default=2048, help="target-regenerated training sequences")
     d.add_argument("--prompt-len", type=int, default=128, help="corpus prompt tokens per sequence")
