@@ -34,6 +34,19 @@ def load_prompts(path: Path, types: list[str] | None, limit: int | None) -> list
     return rows
 
 
+def repeated_ngram_fraction(tokens: list[int], n: int = 8) -> float:
+    """Share of the output's n-grams that already occurred earlier in it. Looping text is
+    easy to draft, so a high value means the commit length is inflated by repetition, not
+    earned by the drafter (a trap the field reports ran into)."""
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    seen: set[tuple[int, ...]] = set()
+    repeats = 0
+    for g in grams:
+        repeats += g in seen
+        seen.add(g)
+    return repeats / len(grams) if grams else 0.0
+
+
 def summarize(gens: list[Generation]) -> dict:
     tokens = sum(g.decode_tokens for g in gens)
     ms = sum(g.decode_ms for g in gens)
@@ -47,6 +60,8 @@ def summarize(gens: list[Generation]) -> dict:
         "verify_ms": round(statistics.fmean(r.verify_ms for r in rounds), 3) if rounds else 0.0,
         "decode_tokens": tokens,
         "prompts": len(gens),
+        "repeated_8gram_frac": round(statistics.fmean(repeated_ngram_fraction(g.tokens) for g in gens), 3)
+        if gens else 0.0,
     }
 
 
@@ -105,12 +120,14 @@ def _ratio(a: dict, b: dict) -> float | None:
 def print_table(report: dict, max_new_tokens: int) -> None:
     types = sorted({t for r in report.values() for t in r["by_type"]})
     print(f"decode only (prefill excluded), ignore_eos, {max_new_tokens} new tokens per prompt")
-    print(f"{'method':<8} {'type':<6} {'tok/s':>8} {'commit':>7} {'step ms':>8} {'vs AR':>6} lossless")
+    print(f"{'method':<8} {'type':<6} {'tok/s':>8} {'commit':>7} {'step ms':>8} {'vs AR':>6} {'repeat':>6} lossless")
     for m, r in report.items():
         for t, s in [("all", r)] + [(t, r["by_type"][t]) for t in types if t in r["by_type"]]:
             sp = s.get("speedup_vs_ar")
             print(f"{m:<8} {t:<6} {s['decode_tok_s']:>8.1f} {s['commit_mean']:>7.2f} {s['step_ms']:>8.2f} "
-                  f"{(f'{sp:.2f}x' if sp else '-'):>6} {r['lossless_vs_ar']}")
+                  f"{(f'{sp:.2f}x' if sp else '-'):>6} {s['repeated_8gram_frac']:>6.2f} {r['lossless_vs_ar']}")
+    print("repeat = share of output 8-grams seen earlier in the same output; high values mean "
+          "looping text is inflating the commit length")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from engine.bench import load_prompts
+from engine.bench import load_prompts, repeated_ngram_fraction
 from engine.corpus import BENCH_PROMPTS_PATH
 
 
@@ -45,3 +45,10 @@ def test_bench_rejects_unknown_method(tiny_pair):
     out = subprocess.run([sys.executable, "-m", "engine.bench", "--methods", "ar,medusa"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unknown method 'medusa'" in out.stderr
+
+
+def test_repeated_ngram_fraction_flags_loops():
+    assert repeated_ngram_fraction(list(range(40))) == 0.0
+    loop = [1, 2, 3, 4] * 10
+    assert repeated_ngram_fraction(loop) > 0.8
+    assert repeated_ngram_fraction([1, 2, 3]) == 0.0  # shorter than one n-gram
