@@ -37,7 +37,7 @@ from engine.tokenizer import byte_tokenizer
 # The bundled pair. Sized so that the target trains in ~20 minutes on 2 CPU cores and a
 # single-token forward is still cheap enough that the drafter's saving is visible.
 TARGET_SHAPE = dict(hidden=256, layers=4, heads=4, kv_heads=2, inter=768, max_pos=2048)
-DRAFTER_SHAPE = dict(draft_layers=2, block_size=16, target_layer_ids=[1, 3])
+DRAFTER_SHAPE = dict(draft_layers=1, block_size=16, target_layer_ids=[1, 3])
 
 
 def bundled_configs() -> tuple[Qwen3Config, DFlashConfig]:
@@ -217,6 +217,8 @@ def train_drafter(args: argparse.Namespace) -> None:
     for p in target.parameters():
         p.requires_grad_(False)
     _, dcfg = bundled_configs()
+    if args.draft_layers:
+        dcfg.layers.num_hidden_layers = args.draft_layers
     dcfg.target_layer_ids = [i for i in dcfg.target_layer_ids if i < target.config.num_hidden_layers]
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -298,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--samples", type=int, default=2048, help="target-regenerated training sequences")
     d.add_argument("--prompt-len", type=int, default=128, help="corpus prompt tokens per sequence")
     d.add_argument("--response-len", type=int, default=256, help="target response tokens per sequence")
+    d.add_argument("--draft-layers", type=int, default=None,
+                   help="draft decoder layers (default: the bundled drafter's)")
     d.add_argument("--anchors", type=int, default=16, help="anchors (blocks) per sequence")
     d.add_argument("--lr", type=float, default=6e-4, help="peak learning rate (cosine, 4%% warmup)")
     d.set_defaults(func=train_drafter)
