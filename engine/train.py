@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,38 @@ def save_checkpoint(path: Path, **state) -> None:
     os.replace(tmp, path)  # atomic: a kill mid-save never leaves a torn checkpoint
 
 
+def optimise(name: str, module: torch.nn.Module, opt: torch.optim.Optimizer, ckpt: Path,
+             args: argparse.Namespace, loss_at: Callable[[int], tuple[torch.Tensor, int]]) -> None:
+    """The loop both stages share: resume from `ckpt` if present, then AdamW steps with the
+    cosine schedule and clipping up to args.steps, a progress bar with loss and tokens/s,
+    and an atomic checkpoint every args.ckpt_every steps. `loss_at(step)` must draw its
+    batch from a generator seeded by the step, so a resumed run sees the same data."""
+    step = 0
+    if ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        module.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step = state["step"]
+        print(f"resumed from {ckpt} at step {step}", flush=True)
+    bar = tqdm(total=args.steps, initial=step, desc=name, mininterval=2.0, file=sys.stdout)
+    t0, seen = time.perf_counter(), 0
+    while step < args.steps:
+        for group in opt.param_groups:
+            group["lr"] = cosine_lr(step, args.steps, args.lr)
+        loss, tokens = loss_at(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        opt.step()
+        step += 1
+        seen += tokens
+        bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{seen / (time.perf_counter() - t0):.0f}")
+        bar.update(1)
+        if step % args.ckpt_every == 0 or step == args.steps:
+            save_checkpoint(ckpt, model=module.state_dict(), opt=opt.state_dict(), step=step)
+    bar.close()
+
+
 def sample_windows(data: np.ndarray, batch: int, length: int, gen: np.random.Generator) -> torch.Tensor:
     starts = gen.integers(0, len(data) - length - 1, size=batch)
     return torch.from_numpy(np.stack([data[s : s + length + 1] for s in starts]).astype(np.int64))
@@ -87,33 +120,12 @@ def train_target(args: argparse.Namespace) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    ckpt = work / "target.pt"
-    step = 0
-    if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step = state["step"]
-        print(f"resumed from {ckpt} at step {step}", flush=True)
-    bar = tqdm(total=args.steps, initial=step, desc="target", mininterval=2.0, file=sys.stdout)
-    t0, seen = time.perf_counter(), 0
-    while step < args.steps:
-        gen = np.random.default_rng([args.seed, step])
-        x = sample_windows(data, args.batch, args.seq_len, gen)
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(step, args.steps, args.lr)
-        loss = lm_loss(model, x)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
-        seen += x.numel()
-        bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{seen / (time.perf_counter() - t0):.0f}")
-        bar.update(1)
-        if step % args.ckpt_every == 0 or step == args.steps:
-            save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), step=step)
-    bar.close()
+
+    def loss_at(step: int) -> tuple[torch.Tensor, int]:
+        x = sample_windows(data, args.batch, args.seq_len, np.random.default_rng([args.seed, step]))
+        return lm_loss(model, x), x.numel()
+
+    optimise("target", model, opt, work / "target.pt", args, loss_at)
     model.eval()
     with torch.no_grad():
         gen = np.random.default_rng([args.seed, 10**9])
@@ -247,34 +259,15 @@ def train_drafter(args: argparse.Namespace) -> None:
         torch.nn.init.normal_(drafter.fc.weight, std=0.02)
     drafter.train()
     opt = torch.optim.AdamW(drafter.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
-    ckpt = work / "drafter.pt"
-    step = 0
-    if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        drafter.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step = state["step"]
-        print(f"resumed from {ckpt} at step {step}", flush=True)
     gamma = {16: 7.0, 10: 5.0, 8: 4.0}.get(dcfg.block_size, 7.0)
-    bar = tqdm(total=args.steps, initial=step, desc="drafter", mininterval=2.0, file=sys.stdout)
-    t0, seen = time.perf_counter(), 0
-    while step < args.steps:
+
+    def loss_at(step: int) -> tuple[torch.Tensor, int]:
         g = torch.Generator().manual_seed(args.seed * 1_000_003 + step)
         idx = torch.randint(0, seqs.shape[0], (args.batch,), generator=g)
-        for group in opt.param_groups:
-            group["lr"] = cosine_lr(step, args.steps, args.lr)
         loss = drafter_loss(drafter, seqs[idx], features[idx], args.prompt_len, args.anchors, gamma, g)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
-        opt.step()
-        step += 1
-        seen += args.batch * seqs.shape[1]
-        bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{seen / (time.perf_counter() - t0):.0f}")
-        bar.update(1)
-        if step % args.ckpt_every == 0 or step == args.steps:
-            save_checkpoint(ckpt, model=drafter.state_dict(), opt=opt.state_dict(), step=step)
-    bar.close()
+        return loss, args.batch * seqs.shape[1]
+
+    optimise("drafter", drafter, opt, work / "drafter.pt", args, loss_at)
     save_drafter(drafter.eval(), Path(args.out), target.config.num_hidden_layers)
     print(f"saved drafter to {args.out}", flush=True)
 
