@@ -245,12 +245,20 @@ class EngineService:
         base = old or self.config_for(self.backend.initial_flags(self.profile))
         roles = discovered.roles
         merged = {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
-        model_path = merged.get(roles.get("model_path", "model-path"))
-        draft_path = merged.get(roles.get("draft_model_path", "speculative-draft-model-path"))
+        def effective(role: str, fallback: str) -> str | None:
+            name = roles.get(role, fallback)
+            if merged.get(name) is not None:
+                return str(merged[name])
+            # Unset: the engine uses its own default, which its --help prints (our engine's
+            # bundled weights, say); the limits must come from those files too.
+            spec = discovered.schema.resolve(name)
+            default = spec.default if spec is not None else None
+            return default if default not in (None, "", "None") else None
+
         limits = await ModelLimits.read(
             self.transport,
-            str(model_path) if model_path is not None else None,
-            str(draft_path) if draft_path is not None else None,
+            effective("model_path", "model-path"),
+            effective("draft_model_path", "speculative-draft-model-path"),
         )
         flags = apply_changes(discovered.schema, roles, base.flags, changes, limits, self._where())
         new = self.config_for(flags)

@@ -154,3 +154,20 @@ async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: 
     cli = _cli("set", host, f"{WINDOW}=2", "--yes")
     assert cli.returncode != 0 and "below the draft block size 8" in cli.stderr
     assert cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr
+
+
+async def test_limits_come_from_the_engines_default_weights_when_no_path_is_set(tmp_path: Path) -> None:
+    """The built-in `local` profile names no model paths; the engine then loads its bundled
+    weights, so the draft-window check must read the block size from those (found via the
+    defaults its --help prints) instead of letting a doomed value through to a restart."""
+    profile = HostProfile(name="defaults", engine="builtin", launch=LaunchProfile(python=sys.executable),
+                          port=free_port(), state_dir=str(tmp_path / "state"))
+    transport = open_transport(profile)
+    try:
+        svc = EngineService(profile, transport)
+        with pytest.raises(FlagError, match="block size 16"):
+            await svc.plan({WINDOW: "4"})
+        plan = await svc.plan({WINDOW: "16"})
+        assert "--speculative-draft-window-size 16" in plan.diff
+    finally:
+        await transport.close()
