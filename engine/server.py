@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -313,6 +313,42 @@ SSE_DONE = "data: [DONE]\n\n"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
+def check_openai_request(state: ServerState, req: Any) -> None:
+    """The checks both OpenAI endpoints share: the model name and the sampling fields."""
+    check_model(state, req.model)
+    check_sampling(temperature=req.temperature, n=req.n, min_tokens=req.min_tokens,
+                   frequency_penalty=req.frequency_penalty,
+                   presence_penalty=req.presence_penalty,
+                   repetition_penalty=req.repetition_penalty, logprobs=req.logprobs)
+
+
+class OpenAIJob(NamedTuple):
+    """A submitted OpenAI-style request and the envelope its response needs."""
+
+    runner: Runner
+    first: Delta | JobResult
+    id: str
+    created: int
+    model: str
+    meta_kw: dict
+
+
+async def start_openai_job(state: ServerState, request: Request, req: Any, params: GenParams,
+                           t0: float, id_prefix: str) -> OpenAIJob | None:
+    """Submit an OpenAI-style request and wait for its first event; None when the client
+    left first. An engine-side refusal in the first event becomes an HTTP error here."""
+    runner = Runner(state, request, params, t0)
+    cid = f"{id_prefix}-{uuid.uuid4().hex}"
+    created = int(time.time())
+    meta_kw = {"commit_lengths": req.return_commit_lengths, "round_stats": req.return_round_stats}
+    first = await runner.first()
+    if first is None:
+        return None
+    if isinstance(first, JobResult):
+        _check_result(first)
+    return OpenAIJob(runner, first, cid, created, state.args.served_model_name, meta_kw)
+
+
 def _openai_finish(result: JobResult) -> str:
     return result.finish_reason  # "stop" | "length" (abort is turned into an error or SSE end)
 
@@ -442,11 +478,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def completions(request: Request):
         t0 = time.perf_counter()
         req = parse_body(CompletionRequest, await read_json(request))
-        check_model(state, req.model)
-        check_sampling(temperature=req.temperature, n=req.n, min_tokens=req.min_tokens,
-                       frequency_penalty=req.frequency_penalty,
-                       presence_penalty=req.presence_penalty,
-                       repetition_penalty=req.repetition_penalty, logprobs=req.logprobs)
+        check_openai_request(state, req)
         if req.echo:
             raise APIError("echo is not supported; omit it.", param="echo")
         if req.best_of not in (None, 1):
@@ -459,17 +491,10 @@ def create_app(state: ServerState) -> FastAPI:
                                         default=COMPLETIONS_DEFAULT_MAX_TOKENS, param="max_tokens")
         params = GenParams(ids, max_tokens, ignore_eos=req.ignore_eos, stop=stop_list(req.stop),
                            stream=req.stream)
-        runner = Runner(state, request, params, t0)
-        cid = f"cmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        name = state.args.served_model_name
-        meta_kw = {"commit_lengths": req.return_commit_lengths,
-                   "round_stats": req.return_round_stats}
-        first = await runner.first()
-        if first is None:
+        job = await start_openai_job(state, request, req, params, t0, "cmpl")
+        if job is None:
             return Response(status_code=499)
-        if isinstance(first, JobResult):
-            _check_result(first)
+        runner, first, cid, created, name, meta_kw = job
         if not req.stream:
             result = first
             choice = {"index": 0, "text": result.text, "logprobs": None,
@@ -529,11 +554,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def chat(request: Request):
         t0 = time.perf_counter()
         req = parse_body(ChatCompletionRequest, await read_json(request))
-        check_model(state, req.model)
-        check_sampling(temperature=req.temperature, n=req.n, min_tokens=req.min_tokens,
-                       frequency_penalty=req.frequency_penalty,
-                       presence_penalty=req.presence_penalty,
-                       repetition_penalty=req.repetition_penalty, logprobs=req.logprobs)
+        check_openai_request(state, req)
         try:
             prompt = render_chat([m.model_dump() for m in req.messages])
         except ValueError as e:
@@ -547,17 +568,10 @@ def create_app(state: ServerState) -> FastAPI:
                            stream=req.stream)
         reasoning = state.args.reasoning_parser if req.separate_reasoning else None
         tools_on = bool(state.args.tool_call_parser and req.tools and req.tool_choice != "none")
-        runner = Runner(state, request, params, t0)
-        cid = f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
-        name = state.args.served_model_name
-        meta_kw = {"commit_lengths": req.return_commit_lengths,
-                   "round_stats": req.return_round_stats}
-        first = await runner.first()
-        if first is None:
+        job = await start_openai_job(state, request, req, params, t0, "chatcmpl")
+        if job is None:
             return Response(status_code=499)
-        if isinstance(first, JobResult):
-            _check_result(first)
+        runner, first, cid, created, name, meta_kw = job
         if not req.stream:
             result = first
             text = result.text
