@@ -4,6 +4,7 @@ restarting, roll back, survive a flag that kills the engine, stop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 
@@ -115,7 +117,7 @@ async def test_flag_change_rollback_and_failure_recovery(service: EngineService)
     assert launch_json.read_text() == before_text
 
     if service.profile.ssh is None:
-        await _cli_sees_the_same_service(host, launch_json, before_text)
+        await _cli_sees_the_same_service(host, launch_json, before_text, service.profile.port)
 
         # Roll back to the config before the change.
         back = await service.rollback(timeout=120)
@@ -144,7 +146,7 @@ async def test_flag_change_rollback_and_failure_recovery(service: EngineService)
     assert (await service.status()).state == "stopped"
 
 
-async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: str) -> None:
+async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: str, port: int) -> None:
     cli = _cli("status", host, "--json")
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["state"] == "ready"
@@ -154,6 +156,35 @@ async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: 
     cli = _cli("set", host, f"{WINDOW}=2", "--yes")
     assert cli.returncode != 0 and "below the draft block size 8" in cli.stderr
     assert cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr
+
+    # logs --grep keeps only matching lines of the current run.
+    cli = _cli("logs", host, "--grep", "ready to roll")
+    assert cli.returncode == 0, cli.stderr
+    lines = cli.stdout.splitlines()
+    assert lines and all("ready to roll" in ln for ln in lines)
+
+    # logs -f follows new lines: a generation long enough for a decode-log line shows up.
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "logs", host, "-f", "--grep", "Decode batch"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    try:
+        body = {"text": "def f(x):\n", "sampling_params": {"max_new_tokens": 120, "ignore_eos": True}}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            assert http.post("/generate", json=body).status_code == 200
+        line = await asyncio.wait_for(asyncio.to_thread(follower.stdout.readline), timeout=60)
+        assert "Decode batch, #running-req: 1" in line
+    finally:
+        follower.kill()
+        follower.wait(timeout=10)
+
+    # restart --wait brings the same config back up under a new process.
+    pid = json.loads(_cli("status", host, "--json").stdout)["pid"]
+    cli = _cli("restart", host, "--wait")
+    assert cli.returncode == 0, cli.stderr
+    after = json.loads(_cli("status", host, "--json").stdout)
+    assert after["state"] == "ready" and after["pid"] != pid
+    assert launch_json.read_text() == before_text
 
 
 async def test_limits_come_from_the_engines_default_weights_when_no_path_is_set(tmp_path: Path) -> None:
