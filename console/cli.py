@@ -13,94 +13,30 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable
-from typing import NoReturn
 
 from console import config as profiles
+from console.commands import history as history_commands
+from console.commands import live as live_commands
+from console.commands import measure as measure_commands
+from console.commands import ui as ui_commands
+from console.commands.base import (
+    EXIT_ERROR,
+    EXIT_FAILED,
+    Parser,
+    ask,
+    err,
+    is_tty,
+    print_failure,
+    with_service,
+)
 from console.errors import ConfigError, ConsoleError
 from console.service import EngineService, LifecycleEvent
 from console.service.flags import parse_assignments, unified_diff
-from console.transport import HostKeyInfo, Transport, open_transport
-
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_FAILED = 3  # the engine did not come up (failed state)
-
-HEADLESS = "status, start, stop, restart, flags, set, rollback, logs, hosts"
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one sentence."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"specconsole: {message.rstrip('.')}; see `{self.prog} --help`.\n")
-
-
-def _is_tty() -> bool:
-    return sys.stdin.isatty() and sys.stderr.isatty()
-
-
-def _ask(question: str) -> bool:
-    sys.stderr.write(f"{question} [y/N] ")
-    sys.stderr.flush()
-    try:
-        return input().strip().lower() in ("y", "yes")
-    except EOFError:
-        return False
-
-
-def _host_key_confirmer(accept_new: bool) -> Callable[[HostKeyInfo], Awaitable[bool]]:
-    async def confirm(info: HostKeyInfo) -> bool:
-        if accept_new:
-            _err(f"Trusting new host key: {info.describe()}.")
-            return True
-        if not _is_tty():
-            return False  # the UnknownHostKey error then says to pass --accept-new-host-key
-        _err(f"The authenticity of {info.destination} can't be established.")
-        return await asyncio.to_thread(
-            _ask, f"{info.key_type} key fingerprint is {info.fingerprint}. Trust it and connect?"
-        )
-
-    return confirm
-
-
-def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def _print_event(event: LifecycleEvent) -> None:
-    _err(f"  {event.describe()}")
-
-
-def _print_failure(event: LifecycleEvent) -> None:
-    _err(f"The engine failed: {event.describe()}.")
-    if event.log_tail:
-        _err(f"Last {len(event.log_tail)} log lines:")
-        for line in event.log_tail:
-            _err(f"  | {line}")
-
-
-# -- host commands ----------------------------------------------------------------------
-
-
-async def _with_service(
-    args: argparse.Namespace, body: Callable[[EngineService], Awaitable[int]]
-) -> int:
-    profile = profiles.load_profile(args.host)
-    transport: Transport = open_transport(
-        profile, confirm_host_key=_host_key_confirmer(args.accept_new_host_key)
-    )
-    try:
-        service = EngineService(profile, transport)
-        service.listeners.append(_print_event)
-        return await body(service)
-    finally:
-        await transport.close()
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        service.listeners.clear()
+        service.clear_listeners()
         st = await service.status()
         if args.json:
             print(json.dumps(st.as_dict(), indent=2))
@@ -120,7 +56,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 print(f"  | {tail}")
         return 0
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def _report(event: LifecycleEvent, wait: bool, host: str) -> int:
@@ -130,7 +66,7 @@ async def _report(event: LifecycleEvent, wait: bool, host: str) -> int:
     if event.state == "ready":
         print(f"{host}: ready")
         return 0
-    _print_failure(event)
+    print_failure(event)
     return EXIT_FAILED
 
 
@@ -139,7 +75,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
         event = await service.start(wait=args.wait, timeout=args.timeout)
         return await _report(event, args.wait, args.host)
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_restart(args: argparse.Namespace) -> int:
@@ -147,7 +83,7 @@ async def cmd_restart(args: argparse.Namespace) -> int:
         event = await service.restart(wait=args.wait, timeout=args.timeout)
         return await _report(event, args.wait, args.host)
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_stop(args: argparse.Namespace) -> int:
@@ -156,7 +92,7 @@ async def cmd_stop(args: argparse.Namespace) -> int:
         print(f"{args.host}: stopped")
         return 0
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_flags(args: argparse.Namespace) -> int:
@@ -195,7 +131,7 @@ async def cmd_flags(args: argparse.Namespace) -> int:
             print(f"  ({hidden} more flags; --all lists them)")
         return 0
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_set(args: argparse.Namespace) -> int:
@@ -210,29 +146,29 @@ async def cmd_set(args: argparse.Namespace) -> int:
         if args.dry_run:
             return 0
         if not args.yes:
-            if not _is_tty():
+            if not is_tty():
                 raise ConsoleError("Not applying without confirmation; pass --yes to apply.")
-            if not await asyncio.to_thread(_ask, f"Apply and restart {args.host}?"):
-                _err("Not applied.")
+            if not await asyncio.to_thread(ask, f"Apply and restart {args.host}?"):
+                err("Not applied.")
                 return EXIT_ERROR
         result = await service.apply(plan, timeout=args.timeout)
         if result.ok:
             print(f"{args.host}: ready with the new flags")
             return 0
-        _print_failure(result.event)
-        _err(
+        print_failure(result.event)
+        err(
             f"The previous config is kept as last-good; `specconsole rollback {args.host}` "
             "restores it."
         )
-        if not args.yes and _is_tty() and await asyncio.to_thread(_ask, "Roll back now?"):
+        if not args.yes and is_tty() and await asyncio.to_thread(ask, "Roll back now?"):
             back = await service.rollback(timeout=args.timeout)
             if back.ok:
                 print(f"{args.host}: rolled back and ready")
                 return EXIT_FAILED
-            _print_failure(back.event)
+            print_failure(back.event)
         return EXIT_FAILED
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_rollback(args: argparse.Namespace) -> int:
@@ -246,10 +182,10 @@ async def cmd_rollback(args: argparse.Namespace) -> int:
         if result.ok:
             print(f"{args.host}: rolled back and ready")
             return 0
-        _print_failure(result.event)
+        print_failure(result.event)
         return EXIT_FAILED
 
-    return await _with_service(args, body)
+    return await with_service(args, body)
 
 
 async def cmd_logs(args: argparse.Namespace) -> int:
@@ -258,21 +194,7 @@ async def cmd_logs(args: argparse.Namespace) -> int:
             print(line, flush=args.follow)
         return 0
 
-    return await _with_service(args, body)
-
-
-def connect_tui(host: str) -> int:
-    """`specconsole connect HOST`; the TUI issue replaces this function."""
-    print(
-        f"The terminal UI is not built yet, so `connect {host}` cannot open it; these headless "
-        f"commands work now: {HEADLESS} (see `specconsole --help`)."
-    )
-    return 0
-
-
-async def cmd_connect(args: argparse.Namespace) -> int:
-    profiles.load_profile(args.host)  # an unknown host is still an error
-    return connect_tui(args.host)
+    return await with_service(args, body)
 
 
 # -- profiles ---------------------------------------------------------------------------
@@ -352,11 +274,11 @@ def _split_pair(text: str, option: str) -> tuple[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="specconsole",
         description="Operator console for speculative-decoding inference services.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def host_command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -410,11 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--lines", type=int, default=200, help="how many recent lines")
     p.set_defaults(func=cmd_logs)
 
-    p = host_command("connect", "Open the terminal UI for a host.")
-    p.set_defaults(func=cmd_connect)
-
     hosts = sub.add_parser("hosts", help="Manage host profiles.")
-    hsub = hosts.add_subparsers(dest="hosts_action", required=True, parser_class=_Parser)
+    hsub = hosts.add_subparsers(dest="hosts_action", required=True, parser_class=Parser)
     hsub.add_parser("list", help="List host profiles.")
     show = hsub.add_parser("show", help="Show one profile.")
     show.add_argument("name")
@@ -445,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--flag", action="append", metavar="KEY=VALUE", help="initial engine flag")
     add.add_argument("--force", action="store_true", help="overwrite an existing profile")
     hosts.set_defaults(func=cmd_hosts)
+
+    # Each area registers its own commands (one module each, sharing `commands.base`).
+    for module in (measure_commands, live_commands, history_commands, ui_commands):
+        module.register(sub, host_command)
     return parser
 
 
@@ -453,10 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(args.func(args))
     except ConsoleError as exc:
-        _err(f"specconsole: {exc}")
+        err(f"specconsole: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
-        _err("specconsole: interrupted.")
+        err("specconsole: interrupted.")
         return 130
     except BrokenPipeError:
         # `specconsole flags gpu1 | head`: the reader left; that is not an error.
@@ -466,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("SPECCONSOLE_DEBUG"):
             raise
-        _err(
+        err(
             f"specconsole: internal error ({type(exc).__name__}: {exc}); "
             "rerun with SPECCONSOLE_DEBUG=1 for details."
         )

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from console.errors import TransportError
-from console.service.health import EngineHTTP
+from console.service.engine_client import EngineClient
 from console.service.lifecycle import TERMINAL, Lifecycle, LifecycleEvent
 from console.service.supervisor import Supervisor
 
@@ -23,7 +23,7 @@ async def _pump_logs(lifecycle: Lifecycle, supervisor: Supervisor) -> None:
 async def follow_until_settled(
     lifecycle: Lifecycle,
     supervisor: Supervisor,
-    http: EngineHTTP | None,
+    http: EngineClient | None,
     *,
     timeout: float,
     poll: float = 0.5,

@@ -20,7 +20,7 @@ from typing import Literal
 from console.backends.logparse import LoadingProgress, LogEvent, Ready
 from console.service.supervisor import SupervisorState
 
-State = Literal["stopped", "starting", "loading", "ready", "failed"]
+State = Literal["stopped", "stopping", "starting", "loading", "ready", "failed"]
 TERMINAL: frozenset[State] = frozenset({"ready", "failed", "stopped"})
 LOG_TAIL = 50
 

@@ -7,6 +7,8 @@ launch store (what it runs with), and reports progress through a `Lifecycle`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -15,9 +17,9 @@ from console.backends import Backend, DiscoveredSchema, get_backend
 from console.backends.logparse import LoadingProgress
 from console.config import FlagValue, HostProfile
 from console.errors import FlagError, ServiceError
+from console.service.engine_client import EngineClient
 from console.service.flags import ModelLimits, apply_changes, canonical_flags, unified_diff
 from console.service.follow import follow_until_settled
-from console.service.health import engine_http
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
 from console.service.lifecycle import Lifecycle, LifecycleEvent, Listener, State
 from console.service.process import ProcessSupervisor
@@ -83,14 +85,102 @@ class ApplyResult:
         return self.event.state == "ready"
 
 
+class ServiceBusy(ServiceError):
+    """A second action that would restart or measure while another one runs."""
+
+
 class EngineService:
+    """One engine service for the length of a session (a CLI command, a TUI connection).
+
+    It holds one `EngineClient` (one port forward, one HTTP client) for every request,
+    publishes lifecycle events to subscribers, and lets one action run at a time: a
+    restart, an apply or a sweep holds the action slot, and a second one is refused with
+    "busy: <what is running>" instead of interleaving restarts.
+    """
+
     def __init__(self, profile: HostProfile, transport: Transport) -> None:
         self.profile = profile
         self.transport = transport
         self.backend: Backend = get_backend(profile.engine)
         self._files: ServiceFiles | None = None
         self._schema: DiscoveredSchema | None = None
-        self.listeners: list[Listener] = []
+        self._listeners: list[Listener] = []
+        self._queues: set[asyncio.Queue[LifecycleEvent]] = set()
+        self._client: EngineClient | None = None
+        self._action: str | None = None
+
+    # -- session --------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call `listener` with every lifecycle event (synchronously, in order)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def clear_listeners(self) -> None:
+        self._listeners.clear()
+
+    def _publish(self, event: LifecycleEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+        for queue in self._queues:
+            queue.put_nowait(event)
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[AsyncIterator[LifecycleEvent]]:
+        """`async with service.subscribe() as events: async for event in events: ...`
+
+        Every lifecycle event published while the block is open, in order; leaving the
+        block unsubscribes."""
+        queue: asyncio.Queue[LifecycleEvent] = asyncio.Queue()
+        self._queues.add(queue)
+
+        async def events() -> AsyncIterator[LifecycleEvent]:
+            while True:
+                yield await queue.get()
+
+        try:
+            yield events()
+        finally:
+            self._queues.discard(queue)
+
+    @property
+    def busy(self) -> str | None:
+        """What action is running now, or None."""
+        return self._action
+
+    @contextlib.asynccontextmanager
+    async def action(self, what: str) -> AsyncIterator[None]:
+        """Hold the one action slot for `what`; raises `ServiceBusy` if it is taken."""
+        if self._action is not None:
+            raise ServiceBusy(
+                f"busy: {self._action} is running on {self.profile.name}; wait for it or "
+                "cancel it first."
+            )
+        self._action = what
+        try:
+            yield
+        finally:
+            self._action = None
+
+    async def client(self) -> EngineClient:
+        """The session's engine client, on the port the current launch config uses."""
+        config = await (await self.store()).current()
+        port = (config.port if config else None) or self.profile.port
+        if self._client is not None and self._client.port != port:
+            await self._client.close()
+            self._client = None
+        if self._client is None:
+            self._client = EngineClient(self.transport, port)
+        return self._client
+
+    async def close(self) -> None:
+        """End the session: close the engine client (the service itself keeps running)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     # -- parts ----------------------------------------------------------------------
 
@@ -124,8 +214,7 @@ class EngineService:
 
     def _new_lifecycle(self, initial: State = "stopped") -> Lifecycle:
         lifecycle = Lifecycle(self.backend.parse_log, initial)
-        for listener in self.listeners:
-            lifecycle.add_listener(listener)
+        lifecycle.add_listener(self._publish)
         return lifecycle
 
     # -- config ---------------------------------------------------------------------
@@ -172,9 +261,8 @@ class EngineService:
                 log_tail=tuple(await supervisor.log_tail(50)),
                 **base,
             )
-        async with engine_http(self.transport, port) as http:
-            if await http.healthy():
-                return ServiceStatus(state="ready", message="/health answers 200", **base)
+        if await (await self.client()).healthy():
+            return ServiceStatus(state="ready", message="/health answers 200", **base)
         # Running but not healthy yet: the log says how far loading got.
         percent = None
         for line in await supervisor.log_tail(200):
@@ -196,13 +284,16 @@ class EngineService:
         await supervisor.start(config)
         if not wait:
             return lifecycle.current
-        port = config.port or self.profile.port
-        async with engine_http(self.transport, port) as http:
-            return await follow_until_settled(lifecycle, supervisor, http, timeout=timeout)
+        http = await self.client()
+        return await follow_until_settled(lifecycle, supervisor, http, timeout=timeout)
 
     async def start(
         self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
     ) -> LifecycleEvent:
+        async with self.action("start"):
+            return await self._start(wait=wait, timeout=timeout)
+
+    async def _start(self, *, wait: bool, timeout: float) -> LifecycleEvent:
         supervisor = await self.supervisor()
         if (await supervisor.state()).state == "running":
             raise ServiceError(
@@ -219,13 +310,25 @@ class EngineService:
         return event
 
     async def stop(self, timeout: float = 20.0) -> None:
-        await (await self.supervisor()).stop(timeout)
+        async with self.action("stop"):
+            await self._stop(timeout)
+
+    async def _stop(self, timeout: float = 20.0) -> None:
+        supervisor = await self.supervisor()
+        was = (await supervisor.state()).state
+        if was == "running":
+            self._publish(LifecycleEvent("stopping", message=f"stopping {self._where()}"))
+        await supervisor.stop(timeout)
+        if self._client is not None:
+            await self._client.reset()  # the old process's port is gone
+        self._publish(LifecycleEvent("stopped", message=f"{self._where()} is stopped"))
 
     async def restart(
         self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
     ) -> LifecycleEvent:
-        await self.stop()
-        return await self.start(wait=wait, timeout=timeout)
+        async with self.action("restart"):
+            await self._stop()
+            return await self._start(wait=wait, timeout=timeout)
 
     async def _record_outcome(
         self, store: LaunchStore, config: LaunchConfig, event: LifecycleEvent
@@ -245,6 +348,7 @@ class EngineService:
         base = old or self.config_for(self.backend.initial_flags(self.profile))
         roles = discovered.roles
         merged = {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
+
         def effective(role: str, fallback: str) -> str | None:
             name = roles.get(role, fallback)
             if merged.get(name) is not None:
@@ -268,6 +372,10 @@ class EngineService:
 
     async def apply(self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
         """Write the new config (previous one kept as last-good), restart, wait for ready."""
+        async with self.action("apply"):
+            return await self._apply(plan, timeout)
+
+    async def _apply(self, plan: FlagPlan, timeout: float) -> ApplyResult:
         store = await self.store()
         current = await store.current()
         if (current.id if current else None) != (plan.old.id if plan.old else None):
@@ -284,17 +392,21 @@ class EngineService:
         self, store: LaunchStore, config: LaunchConfig, timeout: float
     ) -> ApplyResult:
         events: list[LifecycleEvent] = []
-        self.listeners.append(events.append)
+        self.add_listener(events.append)
         try:
-            await self.stop()
+            await self._stop()
             event = await self._start_and_follow(config, wait=True, timeout=timeout)
         finally:
-            self.listeners.remove(events.append)
+            self.remove_listener(events.append)
         await self._record_outcome(store, config, event)
         return ApplyResult(event=event, config=config, events=events)
 
     async def rollback(self, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
         """Restore last-good.json as the launch config, restart and wait for ready."""
+        async with self.action("rollback"):
+            return await self._rollback(timeout)
+
+    async def _rollback(self, timeout: float) -> ApplyResult:
         store = await self.store()
         last_good = await store.last_good()
         if last_good is None:
@@ -328,6 +440,4 @@ class EngineService:
                 yield line
 
     async def server_info(self) -> dict | None:
-        config = await self.current_config()
-        async with engine_http(self.transport, config.port or self.profile.port) as http:
-            return await http.server_info()
+        return await (await self.client()).server_info()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 CONSOLE = Path(__file__).resolve().parents[2] / "console"
-FORBIDDEN = ("torch", "engine", "textual")  # textual only under console/tui (a later issue)
+FORBIDDEN = ("torch", "engine", "textual", "textual_serve")  # Textual only under console/tui
 
 
 def _imports(path: Path) -> set[str]:

@@ -63,13 +63,6 @@ def test_errors_are_one_sentence_without_traceback(
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
-def test_connect_prints_one_line_and_exits_zero() -> None:
-    result = run_cli("connect", "local")
-    assert result.returncode == 0
-    assert result.stdout.count("\n") == 1
-    assert "not built yet" in result.stdout and "status, start, stop" in result.stdout
-
-
 def _ssh_profile(tmp_path: Path, server: SSHServer, known: Path) -> None:
     hosts = tmp_path / "config" / "hosts"
     hosts.mkdir(parents=True, exist_ok=True)

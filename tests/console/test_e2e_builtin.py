@@ -86,7 +86,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 async def test_flag_change_rollback_and_failure_recovery(service: EngineService) -> None:
     seen: list[LifecycleEvent] = []
-    service.listeners.append(seen.append)
+    service.add_listener(seen.append)
     host = service.profile.name
     files = await service.files()
     launch_json = Path(files.launch)

@@ -1,0 +1,1 @@
+"""`specconsole` subcommands, one module per area; `console.cli` assembles the parser."""

@@ -1,0 +1,1 @@
+"""Measurement: engine requests, methods, live series, decomposition and verdicts."""

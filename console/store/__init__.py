@@ -1,0 +1,1 @@
+"""Run history: every run and sample in SQLite."""
