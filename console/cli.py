@@ -19,6 +19,7 @@ from console.commands import history as history_commands
 from console.commands import live as live_commands
 from console.commands import measure as measure_commands
 from console.commands import ui as ui_commands
+from console.commands import web as web_commands
 from console.commands.base import (
     EXIT_ERROR,
     EXIT_FAILED,
@@ -366,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.set_defaults(func=cmd_hosts)
 
     # Each area registers its own commands (one module each, sharing `commands.base`).
-    for module in (measure_commands, live_commands, history_commands, ui_commands):
+    for module in (measure_commands, live_commands, history_commands, ui_commands, web_commands):
         module.register(sub, host_command)
     return parser
 
