@@ -67,6 +67,11 @@ class RequestSample:
     client_decode_tok_s: float | None = None  # the stream's own figure, kept beside the server's
     # the mean context during decode: prompt + half the output (attention cost follows it)
     decode_context: float | None = None
+    # share of the output's 8-grams seen earlier in it: looping text is easy to draft, so a
+    # high value means the commit length is inflated by repetition, not earned by the drafter
+    repetition: float | None = None
+    # the engine's own per-round record where it gives one (ours): [context, step_s, commit]
+    rounds: list[list[float]] | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
     retried: bool = False  # taken again after the link dropped mid-request
     text: str = ""
