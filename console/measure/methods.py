@@ -1,0 +1,300 @@
+"""The measurement methods: probe, context sweep, output sweep, two-point, stream check.
+
+Each runs inside `MeasureSession.run` (one action at a time on the service, one stored
+run, a commit per sample) and returns a `MethodResult`: the samples, per-point summaries
+(median and spread over `repeat`), and method-specific figures. Sweeps refuse a point
+above the engine's context length before sending anything, and warm the engine up with
+one short request that is not recorded, so the first point does not pay for lazy
+initialisation.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.measure.decompose import FitError, ThroughputModel, fit
+from console.measure.model import RequestSample
+from console.measure.requests import RequestSpec
+from console.measure.session import MeasureError, MeasureSession, RunRecord
+from console.measure.stats import PointSummary, Spread, spread, summarize
+
+# A streamed client-side decode rate this far from the engine's non-streamed one is
+# distorted. Loopback on a busy 2-core host reads within ~10%; the SSH-tunnel trap this
+# exists for reads 3-5x low, so 20% separates them with room on both sides.
+STREAM_TOLERANCE = 0.20
+
+Tick = Callable[[int, int], None]  # (done, total) after each request
+
+
+@dataclass
+class MethodResult:
+    method: str
+    run_id: int | None
+    samples: list[RequestSample]
+    points: list[PointSummary]
+    figures: dict[str, Any] = field(default_factory=dict)
+    model: ThroughputModel | None = None
+    status: str = "complete"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "run_id": self.run_id,
+            "status": self.status,
+            "points": [p.as_dict() for p in self.points],
+            "figures": self.figures,
+            "model": self.model.as_dict() if self.model else None,
+            "samples": [s.as_dict() for s in self.samples],
+        }
+
+
+def _result(method: str, record: RunRecord, figures: dict[str, Any] | None = None) -> MethodResult:
+    return MethodResult(
+        method=method,
+        run_id=record.run_id,
+        samples=list(record.samples),
+        points=summarize(record.samples),
+        figures=figures or {},
+    )
+
+
+async def _warmup(session: MeasureSession, text_type: str) -> None:
+    spec = await session.spec(text_type, 16, 8)
+    await session.measure(spec)  # not recorded: no run record
+
+
+async def probe(
+    session: MeasureSession,
+    *,
+    text_type: str = "code",
+    context: int | None = None,
+    text: str | None = None,
+    max_tokens: int = 128,
+    ignore_eos: bool = True,
+    stream: bool = False,
+    repeat: int = 1,
+    tick: Tick | None = None,
+) -> MethodResult:
+    """One request (or `repeat`): a typed prompt, or `context` tokens of a text type."""
+    facts = await session.facts()
+    if text is None:
+        context = context or 256
+        session.check_fits(facts, context, max_tokens)
+    params = {
+        "text_type": text_type if text is None else "custom",
+        "context": context,
+        "max_tokens": max_tokens,
+        "ignore_eos": ignore_eos,
+        "stream": stream,
+        "repeat": repeat,
+        "typed": text is not None,
+    }
+    async with session.run("probe", params) as record:
+        for i in range(repeat):
+            if text is not None:
+                spec = RequestSpec(
+                    "custom", f"typed#{i}", max_tokens, ignore_eos, stream, text=text
+                )
+            else:
+                spec = await session.spec(
+                    text_type, context or 256, max_tokens, index=i, stream=stream,
+                    ignore_eos=ignore_eos,
+                )  # fmt: skip
+            await session.measure(spec, record)
+            if tick:
+                tick(i + 1, repeat)
+    return _result("probe", record)
+
+
+async def context_sweep(
+    session: MeasureSession,
+    *,
+    contexts: Sequence[int],
+    output_tokens: int = 128,
+    text_types: Sequence[str] = ("code",),
+    repeat: int = 1,
+    stream: bool = False,
+    tick: Tick | None = None,
+) -> MethodResult:
+    """Fixed output, exact prompt lengths: step time against context, commit by text type.
+
+    Points are interleaved (every context and type once, then again for each repeat), so
+    drift on a busy machine spreads over all points instead of biasing one."""
+    facts = await session.facts()
+    for context in contexts:
+        session.check_fits(facts, context, output_tokens)
+    for kind in text_types:
+        session.library.text(kind)  # an unknown type fails before the run starts
+    params = {
+        "contexts": list(contexts),
+        "output_tokens": output_tokens,
+        "text_types": list(text_types),
+        "repeat": repeat,
+        "stream": stream,
+    }
+    total = len(contexts) * len(text_types) * repeat
+    await _warmup(session, text_types[0])
+    async with session.run("context-sweep", params) as record:
+        done = 0
+        for r in range(repeat):
+            for context in contexts:
+                for kind in text_types:
+                    spec = await session.spec(kind, context, output_tokens, index=r, stream=stream)
+                    await session.measure(spec, record)
+                    done += 1
+                    if tick:
+                        tick(done, total)
+        result = _result("context-sweep", record)
+        try:
+            result.model = fit(record.samples)
+            record.summary = {"model": result.model.as_dict()}
+        except FitError as exc:
+            result.figures["fit_error"] = str(exc)
+    return result
+
+
+async def output_sweep(
+    session: MeasureSession,
+    *,
+    outputs: Sequence[int],
+    context: int = 256,
+    text_types: Sequence[str] = ("code",),
+    repeat: int = 1,
+    tick: Tick | None = None,
+) -> MethodResult:
+    """Fixed prompt, several output lengths: does decode slow down as output grows?"""
+    facts = await session.facts()
+    for n in outputs:
+        session.check_fits(facts, context, n)
+    params = {"outputs": list(outputs), "context": context, "text_types": list(text_types),
+              "repeat": repeat}  # fmt: skip
+    total = len(outputs) * len(text_types) * repeat
+    await _warmup(session, text_types[0])
+    async with session.run("output-sweep", params) as record:
+        done = 0
+        for r in range(repeat):
+            for n in outputs:
+                for kind in text_types:
+                    await session.measure(await session.spec(kind, context, n, index=r), record)
+                    done += 1
+                    if tick:
+                        tick(done, total)
+    return _result("output-sweep", record)
+
+
+async def two_point(
+    session: MeasureSession,
+    *,
+    n1: int = 32,
+    n2: int = 160,
+    context: int = 256,
+    text_type: str = "code",
+    repeat: int = 3,
+    tick: Tick | None = None,
+) -> MethodResult:
+    """Decode rate as (N2 - N1) / (T(N2) - T(N1)) on the same prompt, not streamed.
+
+    Prefill, the round trip and the first N1 tokens cancel in the difference (greedy
+    decoding makes the first N1 tokens of both runs identical), so this needs nothing from
+    the server; the server's own decode rate of the N2 request is kept beside it."""
+    if not 1 <= n1 < n2:
+        raise MeasureError(f"Two-point needs 1 <= N1 < N2, not N1={n1}, N2={n2}.")
+    facts = await session.facts()
+    session.check_fits(facts, context, n2)
+    params = {"n1": n1, "n2": n2, "context": context, "text_type": text_type, "repeat": repeat}
+    await _warmup(session, text_type)
+    async with session.run("twopoint", params) as record:
+        for r in range(repeat):
+            await session.measure(await session.spec(text_type, context, n1), record)
+            await session.measure(await session.spec(text_type, context, n2), record)
+            if tick:
+                tick(r + 1, repeat)
+        figures = _two_point_figures(record.samples, n1, n2)
+        record.summary = figures
+    return _result("twopoint", record, figures)
+
+
+def _two_point_figures(rates: list[float], longs: list[RequestSample]) -> dict[str, Any]:
+    two = spread(rates)
+    server = spread(
+        s.decode_tok_s for s in longs if s.decode_source in ("server", "server-metrics")
+    )
+    figures: dict[str, Any] = {
+        "twopoint_tok_s": two.as_dict() if two else None,
+        "server_tok_s": server.as_dict() if server else None,
+    }
+    if two and server:
+        figures["agreement"] = two.median / server.median - 1
+    return figures
+
+
+async def stream_check(
+    session: MeasureSession,
+    *,
+    context: int = 256,
+    max_tokens: int = 128,
+    text_type: str = "code",
+    repeat: int = 3,
+    tick: Tick | None = None,
+) -> MethodResult:
+    """The same request streamed and not: does this link distort streamed figures?
+
+    Over an SSH tunnel every SSE event pays the round trip, so a streamed client-side
+    decode rate can read far below the engine's (the field's 29 tok/s that was really
+    ~150). Compares the stream's client-side decode rate with the server's figure for
+    the same request and with the non-streamed request's server figure."""
+    facts = await session.facts()
+    session.check_fits(facts, context, max_tokens)
+    params = {"context": context, "max_tokens": max_tokens, "text_type": text_type,
+              "repeat": repeat}  # fmt: skip
+    await _warmup(session, text_type)
+    async with session.run("streamcheck", params) as record:
+        for r in range(repeat):
+            await session.measure(await session.spec(text_type, context, max_tokens), record)
+            spec = await session.spec(text_type, context, max_tokens, stream=True)
+            await session.measure(spec, record)
+            if tick:
+                tick(r + 1, repeat)
+        figures = _stream_figures(record.samples)
+        record.summary = figures
+    return _result("streamcheck", record, figures)
+
+
+def _stream_figures(samples: list[RequestSample]) -> dict[str, Any]:
+    streamed = [s for s in samples if s.streamed and s.ok]
+    plain = [s for s in samples if not s.streamed and s.ok]
+    client = spread(s.client_decode_tok_s for s in streamed)
+    server_streamed = spread(
+        s.decode_tok_s for s in streamed if s.decode_source in ("server", "server-metrics")
+    )
+    server_plain = spread(s.decode_tok_s for s in plain)
+    # The reference is the engine's own figure for the non-streamed request: streaming
+    # itself slows the engine's first rounds a little (the HTTP stream competes for the
+    # host's CPU), and the question is what a non-streaming measurement would say.
+    reference: Spread | None = server_plain or server_streamed
+    figures: dict[str, Any] = {
+        "stream_client_tok_s": client.as_dict() if client else None,
+        "stream_server_tok_s": server_streamed.as_dict() if server_streamed else None,
+        "plain_tok_s": server_plain.as_dict() if server_plain else None,
+        "ttft_s": (spread(s.ttft_s for s in streamed) or Spread(0, 0, 0, 0)).as_dict(),
+    }
+    if client and reference:
+        gap = client.median / reference.median - 1
+        figures["gap"] = gap
+        figures["distorted"] = abs(gap) > STREAM_TOLERANCE
+        figures["verdict"] = (
+            f"streaming over this link distorts decode rate: the client sees "
+            f"{client.median:.1f} tok/s where the engine did {reference.median:.1f} "
+            f"({gap:+.0%}); measure without streaming here"
+            if figures["distorted"]
+            else f"streamed figures agree with the engine's within {abs(gap):.0%}: "
+            "this link does not distort streaming"
+        )
+    return figures
+
+
+def median_of(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None

@@ -1,0 +1,248 @@
+"""A measurement session: one engine service, its facts, prompts of exact length, and
+runs recorded sample by sample.
+
+Everything the methods share lives here: the engine's flags and their hash (so runs
+with different flags never mix), its context limit (a point above it is refused before
+anything is sent), token ids of each text type (tokenized once by the engine), the run
+store (a commit per sample, so Ctrl-C or a crash keeps what was taken), and the retry
+rule for a link that drops mid-request: reconnect with backoff, say so, take the request
+again and mark the new sample as retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from console.errors import ConsoleError
+from console.measure.model import RequestSample, RunInfo, RunStatus, flags_hash
+from console.measure.prompts import PromptLibrary, window
+from console.measure.requests import NATIVE_ENGINES, RequestSpec, measure_request
+from console.service.engine_client import EngineRequestError, EngineUnreachable
+
+if TYPE_CHECKING:
+    from console.service import EngineService
+    from console.store import RunStore
+
+RETRY_FOR = 180.0  # seconds a dropped link may take to come back before a run gives up
+BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
+
+
+class MeasureError(ConsoleError):
+    """A measurement that cannot be taken as asked (context too long, engine not ready)."""
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    engine: str
+    flags: dict[str, Any]
+    flags_hash: str
+    context_limit: int | None
+    version: str | None
+    model: str | None  # the served model name (OpenAI endpoints need it)
+
+
+@dataclass
+class RunRecord:
+    """A run in progress or done: its samples in order and where it is stored."""
+
+    info: RunInfo
+    run_id: int | None = None
+    samples: list[RequestSample] = field(default_factory=list)
+    status: RunStatus = "running"
+    summary: dict[str, Any] | None = None
+
+
+Progress = Callable[[str], None]
+
+
+class MeasureSession:
+    def __init__(
+        self,
+        service: EngineService,
+        *,
+        store: RunStore | None = None,
+        library: PromptLibrary | None = None,
+        on_sample: Callable[[RequestSample], None] | None = None,
+        on_note: Progress | None = None,
+    ) -> None:
+        self.service = service
+        self.store = store
+        self.library = library or PromptLibrary.builtin()
+        self.on_sample = on_sample
+        self.on_note = on_note
+        self._facts: EngineFacts | None = None
+        self._ids: dict[str, list[int] | None] = {}
+
+    @property
+    def engine(self) -> str:
+        return self.service.profile.engine
+
+    def note(self, text: str) -> None:
+        if self.on_note is not None:
+            self.on_note(text)
+
+    # -- facts ----------------------------------------------------------------------
+
+    async def facts(self, *, refresh: bool = False) -> EngineFacts:
+        if self._facts is not None and not refresh:
+            return self._facts
+        client = await self.service.client()
+        if not await client.healthy():
+            raise MeasureError(
+                f"The engine on {self.service.profile.name} is not ready (no 200 from /health); "
+                f"start it with `specconsole start {self.service.profile.name} --wait`."
+            )
+        flags = dict((await self.service.current_config()).flags)
+        info = await client.server_info() or {}
+        model = None
+        limit = None
+        with contextlib.suppress(EngineRequestError):
+            models = await client.models()
+            if models:
+                model = str(models[0].get("id"))
+                limit = models[0].get("max_model_len")
+        for key in ("context_length", "max_model_len", "max_total_num_tokens"):
+            if limit is None and info.get(key):
+                limit = info[key]
+        version = info.get("version")
+        if version is None and self.engine == "vllm":
+            with contextlib.suppress(EngineRequestError):
+                response = await client.request("GET", "/version", timeout=10.0)
+                if response.status_code == 200:
+                    version = response.json().get("version")
+        self._facts = EngineFacts(
+            engine=self.engine,
+            flags=flags,
+            flags_hash=flags_hash(flags),
+            context_limit=int(limit) if limit else None,
+            version=str(version) if version is not None else None,
+            model=model,
+        )
+        return self._facts
+
+    def check_fits(self, facts: EngineFacts, context: int, max_tokens: int) -> None:
+        """Refuse a point above the engine's context length before anything is sent."""
+        if facts.context_limit is not None and context + max_tokens > facts.context_limit:
+            raise MeasureError(
+                f"Context {context} + {max_tokens} output tokens is more than the engine's "
+                f"context length {facts.context_limit} on {self.service.profile.name}; "
+                "use a smaller context or output."
+            )
+
+    # -- prompts --------------------------------------------------------------------
+
+    async def type_ids(self, text_type: str) -> list[int] | None:
+        """Token ids of a text type, tokenized by the engine; None without /tokenize."""
+        if text_type not in self._ids:
+            text = self.library.text(text_type).text
+            try:
+                self._ids[text_type] = await (await self.service.client()).tokenize(text)
+            except EngineRequestError:
+                self._ids[text_type] = None
+        return self._ids[text_type]
+
+    async def spec(
+        self,
+        text_type: str,
+        context: int,
+        max_tokens: int,
+        *,
+        index: int = 0,
+        stream: bool = False,
+        ignore_eos: bool = True,
+    ) -> RequestSpec:
+        """A request whose prompt is exactly `context` tokens of `text_type`."""
+        ids = await self.type_ids(text_type)
+        prompt_id = f"{text_type}@{context}#{index}"
+        if ids is not None:
+            return RequestSpec(
+                text_type, prompt_id, max_tokens, ignore_eos, stream,
+                input_ids=tuple(window(ids, context, index)),
+            )  # fmt: skip
+        # No /tokenize: cut the text by characters (about 4 a token) and let the engine's
+        # own prompt_tokens count record the real context.
+        text = self.library.text(text_type).text
+        start = (index * max(1, len(text) // 7)) % len(text)
+        body = (text[start:] + text)[: context * 4]
+        return RequestSpec(text_type, prompt_id, max_tokens, ignore_eos, stream, text=body)
+
+    # -- requests -------------------------------------------------------------------
+
+    async def measure(self, spec: RequestSpec, record: RunRecord | None = None) -> RequestSample:
+        """One request, retried after a link drop; stored and published when taken."""
+        facts = await self.facts()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RETRY_FOR
+        delay, retried, attempt = BACKOFF_START, False, 0
+        while True:
+            try:
+                client = await self.service.client()
+                sample = await measure_request(
+                    client, self.engine, spec, flags_hash=facts.flags_hash, model=facts.model
+                )
+                break
+            except EngineUnreachable as exc:
+                attempt += 1
+                if loop.time() + delay > deadline:
+                    raise MeasureError(
+                        f"{exc} Gave up after {attempt} attempts over {RETRY_FOR:.0f} s; "
+                        "the samples already taken are kept."
+                    ) from None
+                self.note(
+                    f"link to {self.service.profile.name} lost; reconnecting (attempt {attempt}, "
+                    f"next in {delay:.1f} s); the request in flight will be taken again"
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+                retried = True
+        if retried:
+            sample = replace(sample, retried=True)
+            self.note(f"reconnected to {self.service.profile.name}; carrying on")
+        if record is not None:
+            record.samples.append(sample)
+            if self.store is not None and record.run_id is not None:
+                await self.store.add_request(record.run_id, sample)
+        if self.on_sample is not None:
+            self.on_sample(sample)
+        return sample
+
+    @contextlib.asynccontextmanager
+    async def run(self, method: str, params: dict[str, Any]) -> AsyncIterator[RunRecord]:
+        """Hold the service's action slot and record a run: complete when the block ends,
+        incomplete when it is cancelled or interrupted, failed on an error."""
+        async with self.service.action(f"a {method} run"):
+            facts = await self.facts(refresh=True)
+            info = RunInfo(
+                host=self.service.profile.name,
+                engine=self.engine,
+                method=method,
+                params=params,
+                flags=facts.flags,
+                engine_version=facts.version,
+            )
+            record = RunRecord(info)
+            if self.store is not None:
+                record.run_id = await self.store.start_run(info)
+            try:
+                yield record
+                record.status = "complete"
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                record.status = "incomplete"
+                raise
+            except BaseException:
+                record.status = "failed" if not record.samples else "incomplete"
+                raise
+            finally:
+                if self.store is not None and record.run_id is not None:
+                    # Shielded: a Ctrl-C must not stop the run being marked.
+                    await asyncio.shield(
+                        self.store.finish_run(record.run_id, record.status, record.summary)
+                    )
+
+
+def engine_uses_native(engine: str) -> bool:
+    return engine in NATIVE_ENGINES
