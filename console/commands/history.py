@@ -1,11 +1,332 @@
-"""`specconsole` commands for this area (being built)."""
+"""`specconsole history`: the stored runs, read without a host.
+
+Reads only the local run store, so it works with every host down. Human output is plain
+aligned text (one row per run or sample, greppable); `--json` is machine output only and
+carries every stored field.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import time
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
 
-from console.commands.base import HostCommand
+from console.commands.base import HostCommand, Parser, err
+from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
+from console.store.compare import FIGURES
+from console.store.runs import RUN_STATUSES
+
+EXPORT_FORMATS = ("csv", "json")
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add this area's subcommands to the `specconsole` parser."""
+    """Add `history list|show|compare|export` to the `specconsole` parser."""
+    history = sub.add_parser(
+        "history",
+        help="Stored measurement runs: list, show, compare, export.",
+        description="Stored measurement runs: list, show, compare, export.",
+    )
+    hsub = history.add_subparsers(dest="history_action", required=True, parser_class=Parser)
+
+    p = hsub.add_parser("list", help="List stored runs, newest first.")
+    p.add_argument("--host", help="only runs on this host profile")
+    p.add_argument("--method", help="only runs of this method (probe, context-sweep, watch, ...)")
+    p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    p.add_argument("--limit", type=_positive_int, default=50, help="at most this many runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history_list)
+
+    p = hsub.add_parser("show", help="Show one run: header, flags, samples.")
+    p.add_argument("id", type=int, help="run id (see `history list`)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history_show)
+
+    p = hsub.add_parser("compare", help="Compare two runs point by point, with the flags diff.")
+    p.add_argument("id_a", type=int, metavar="ID1", help="the run to compare against")
+    p.add_argument("id_b", type=int, metavar="ID2", help="the run compared")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history_compare)
+
+    p = hsub.add_parser("export", help="Write runs and all their samples as CSV or JSON.")
+    p.add_argument("ids", type=int, nargs="+", metavar="ID")
+    p.add_argument("--format", default="csv", help="csv (one row per sample) or json")
+    p.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    p.set_defaults(func=cmd_history_export)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+async def cmd_history_list(args: argparse.Namespace) -> int:
+    with closing(RunStore.default()) as store:
+        runs = await store.runs(
+            host=args.host, method=args.method, status=args.status, limit=args.limit
+        )
+        if not runs:
+            raise HistoryError(_nothing_matches(args, store))
+    if args.json:
+        print(json.dumps([run.as_dict() for run in runs], indent=2, default=str))
+        return 0
+    rows = [
+        (
+            str(run.id),
+            _when(run.info.started_at),
+            _duration(run),
+            run.info.host,
+            _engine(run),
+            run.info.method,
+            _status(run),
+            str(run.request_count),
+            str(run.live_count),
+            run.info.flags_hash,
+        )
+        for run in runs
+    ]
+    headers = ("ID", "STARTED", "TOOK", "HOST", "ENGINE", "METHOD", "STATUS", "REQ", "LIVE")
+    print(table((*headers, "FLAGS"), rows, right={0, 2, 7, 8}))
+    return 0
+
+
+async def cmd_history_show(args: argparse.Namespace) -> int:
+    with closing(RunStore.default()) as store:
+        run = await store.run(args.id)
+    if args.json:
+        print(json.dumps(run.as_dict(), indent=2, default=str))
+        return 0
+    print("\n".join(_run_header(run)))
+    if run.requests:
+        flagged = sum(1 for s in run.requests if s.flagged is not None)
+        print(
+            f"\nrequest samples: {len(run.requests)}" + (f", {flagged} flagged" if flagged else "")
+        )
+        print(_request_table(run))
+    if run.live:
+        print(f"\nlive samples: {len(run.live)}")
+        print(_live_table(run))
+    if not run.requests and not run.live:
+        print("\n(no samples)")
+    return 0
+
+
+async def cmd_history_compare(args: argparse.Namespace) -> int:
+    with closing(RunStore.default()) as store:
+        a, b = await store.run(args.id_a), await store.run(args.id_b)
+    result = compare(a, b)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+        return 0
+    print("\n".join(_compare_text(result)))
+    return 0
+
+
+async def cmd_history_export(args: argparse.Namespace) -> int:
+    if args.format not in EXPORT_FORMATS:
+        raise HistoryError(f"Unknown export format {args.format!r}; use --format csv or json.")
+    with closing(RunStore.default()) as store:
+        runs = [await store.run(run_id) for run_id in dict.fromkeys(args.ids)]
+    # Rendered whole before anything is written: an error leaves no half-written file.
+    text = io.StringIO()
+    (export_csv if args.format == "csv" else export_json)(runs, text)
+    if args.output is None:
+        print(text.getvalue(), end="")
+        return 0
+    try:
+        with args.output.open("w", newline="", encoding="utf-8") as out:
+            out.write(text.getvalue())
+    except OSError as exc:
+        raise HistoryError(f"Cannot write {args.output}: {exc.strerror or exc}.") from exc
+    samples = sum(run.sample_count for run in runs)
+    err(f"exported {len(runs)} run(s), {samples} samples, to {args.output}")
+    return 0
+
+
+def _nothing_matches(args: argparse.Namespace, store: RunStore) -> str:
+    filters = [
+        f"{name} {value!r}"
+        for name, value in (("host", args.host), ("method", args.method), ("status", args.status))
+        if value is not None
+    ]
+    if not filters:
+        return f"No runs are stored yet (history file {store.path})."
+    return f"No stored run has {', '.join(filters)}; `specconsole history list` shows them all."
+
+
+# -- text -------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: set[int]) -> str:
+    """Columns padded to their widest cell, two spaces apart; `right` columns (numbers)
+    aligned right."""
+    rows = list(rows)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def _num(value: float | None, fmt: str, scale: float = 1.0) -> str:
+    if value is None:
+        return "-"
+    return format(value * scale if scale != 1.0 else value, fmt)
+
+
+def _when(t: float | None) -> str:
+    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _duration(run: StoredRun) -> str:
+    if run.finished_at is None:
+        return "-"
+    seconds = max(0, round(run.finished_at - run.info.started_at))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _engine(run: StoredRun) -> str:
+    version = run.info.engine_version
+    return f"{run.info.engine} {version}" if version else run.info.engine
+
+
+def _status(run: StoredRun) -> str:
+    if run.status == "running" and run.writer_pid:
+        return f"running (pid {run.writer_pid})"
+    return run.status
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _run_header(run: StoredRun) -> list[str]:
+    lines = [
+        f"run {run.id}: {run.info.method} on {run.info.host}",
+        f"  engine    {_engine(run)}",
+        f"  status    {_status(run)}",
+        f"  started   {_when(run.info.started_at)}",
+        f"  finished  {_when(run.finished_at)}"
+        + (f" (took {_duration(run)})" if run.finished_at is not None else ""),
+        f"  flags     {run.info.flags_hash}" + ("" if run.info.flags else " (none set)"),
+    ]
+    lines += [f"    --{name} = {_value(value)}" for name, value in run.info.flags.items()]
+    for title, values in (("params", run.info.params), ("summary", run.summary or {})):
+        if values:
+            lines.append(f"  {title}")
+            lines += [f"    {name} = {_value(value)}" for name, value in values.items()]
+    return lines
+
+
+def _request_table(run: StoredRun) -> str:
+    rows = [
+        (
+            str(s.context_tokens),
+            s.text_type,
+            _num(s.decode_tok_s, ".1f"),
+            _num(s.commit_len, ".2f"),
+            _num(s.step_time_s, ".2f", 1000),
+            _num(s.ttft_s, ".1f", 1000),
+            s.decode_source or "-",
+            s.flagged or "",
+        )
+        for s in run.requests
+    ]
+    headers = ("CONTEXT", "TEXT", "TOK/S", "COMMIT", "STEP MS", "TTFT MS", "SOURCE", "FLAGGED")
+    return table(headers, rows, right={0, 2, 3, 4, 5})
+
+
+def _live_table(run: StoredRun) -> str:
+    rows = [
+        (
+            _when(s.t),
+            s.source,
+            _num(s.tok_s, ".1f"),
+            _num(s.commit_len, ".2f"),
+            _num(s.step_time_s, ".2f", 1000),
+            _num(s.context_tokens, "d"),
+            _num(s.queue, "d"),
+            _num(s.running, "d"),
+            s.note,
+        )
+        for s in run.live
+    ]
+    headers = ("TIME", "SOURCE", "TOK/S", "COMMIT", "STEP MS", "CONTEXT", "QUEUE", "RUNNING")
+    return table((*headers, "NOTE"), rows, right={2, 3, 4, 5, 6, 7})
+
+
+# figure -> (label, format, scale) in the compare table
+_FIGURE_TEXT = {
+    "decode_tok_s": ("tok/s", ".1f", 1.0),
+    "commit_len": ("commit", ".2f", 1.0),
+    "step_time_s": ("step ms", ".2f", 1000.0),
+    "ttft_s": ("TTFT ms", ".1f", 1000.0),
+}
+
+
+def _compare_text(result: dict[str, Any]) -> list[str]:
+    lines = []
+    for side in ("a", "b"):
+        h = result[side]
+        version = f" {h['engine_version']}" if h["engine_version"] else ""
+        lines.append(
+            f"{side.upper()}: run {h['id']}, {h['method']} on {h['host']}, {h['engine']}{version}, "
+            f"{h['status']}, started {_when(h['started_at'])}, flags {h['flags_hash']}, "
+            f"{h['samples']} samples"
+            + (f" ({h['flagged']} flagged, left out)" if h["flagged"] else "")
+        )
+    diff = result["flags"]
+    if not any(diff.values()):
+        lines.append("flags: the same")
+    else:
+        lines.append("flags A -> B:")
+        lines += [f"  --{k}: {_value(a)} -> {_value(b)}" for k, (a, b) in diff["changed"].items()]
+        lines += [f"  --{k}: (unset) -> {_value(v)}" for k, v in diff["added"].items()]
+        lines += [f"  --{k}: {_value(v)} -> (unset)" for k, v in diff["removed"].items()]
+    lines.append("")
+    if result["points"]:
+        rows = []
+        for point in result["points"]:
+            for figure in FIGURES:
+                label, fmt, scale = _FIGURE_TEXT[figure]
+                change = point["change"][figure]
+                rows.append(
+                    (
+                        str(point["context_tokens"]),
+                        point["text_type"],
+                        label,
+                        _num(point["a"][figure], fmt, scale),
+                        _num(point["b"][figure], fmt, scale),
+                        "-" if change is None else f"{change['percent']:+.1f}%",
+                        f"{point['a']['n']}/{point['b']['n']}",
+                    )
+                )
+        headers = ("CONTEXT", "TEXT", "FIGURE", "A", "B", "CHANGE", "N A/B")
+        lines.append("medians of unflagged samples, per point measured by both runs:")
+        lines.append(table(headers, rows, right={0, 3, 4, 5, 6}))
+    else:
+        lines.append("No (context, text type) point was measured by both runs.")
+    for side in ("a", "b"):
+        only = result[f"only_{side}"]
+        if only:
+            points = ", ".join(f"{p['context_tokens']} {p['text_type']}" for p in only)
+            lines.append(f"only in {side.upper()}: {points}")
+    return lines
