@@ -4,6 +4,7 @@ write one file at once."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -259,6 +260,8 @@ async def main() -> None:
     store = RunStore(Path(job["path"]))
     run_id = await store.start_run(RunInfo(**job["info"]))
     print(run_id, flush=True)
+    if job["then"] == "finish":
+        sys.stdin.readline()  # go: the other writer is ready too
     for data in job["requests"]:
         await store.add_request(run_id, RequestSample.from_dict(data))
     for data in job["live"]:
@@ -363,14 +366,43 @@ async def test_a_reused_pid_does_not_keep_a_dead_run_running() -> None:
 async def test_two_processes_write_one_new_file_at_once() -> None:
     path = default_history_path()
     procs = [start_writer(path, "finish", requests=120) for _ in range(2)]
-    outs = [p.communicate(timeout=180) for p in procs]
-    for proc, (_, errors) in zip(procs, outs, strict=True):
+    ids = []
+    for proc in procs:  # both have opened (and so migrated) the file and started a run
+        assert proc.stdout is not None
+        ids.append(int(proc.stdout.readline()))
+    for proc in procs:  # now both write their samples at once
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        _, errors = proc.communicate(timeout=180)
         assert proc.returncode == 0, errors
-    ids = [int(out.split()[0]) for out, _ in outs]
     store = RunStore()
     try:
         for run_id in ids:
             run = await store.run(run_id)
             assert run.status == "complete" and len(run.requests) == 120
+    finally:
+        store.close()
+
+
+async def test_calls_wait_for_a_locked_file_off_the_event_loop() -> None:
+    store = RunStore()
+    try:
+        run_id = await store.start_run(run_info())
+        other = sqlite3.connect(store.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process mid-write holds the write lock
+        ticks = 0
+        writing = asyncio.create_task(store.add_request(run_id, request_sample()))
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == 20 and not writing.done()  # the loop ran while the insert waited
+        other.execute("COMMIT")
+        other.close()
+        await asyncio.wait_for(writing, 10)
+        # Many coroutines at once share the one connection safely.
+        await asyncio.gather(*(store.add_request(run_id, request_sample(i)) for i in range(50)))
+        assert len((await store.run(run_id)).requests) == 51
     finally:
         store.close()
