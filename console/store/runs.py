@@ -303,6 +303,11 @@ class RunStore:
                 raise self._unusable(exc) from exc
 
     def _unusable(self, exc: Exception) -> HistoryError:
+        if "locked" in str(exc):
+            return HistoryError(
+                f"The run history at {self.path} stayed locked by another process for "
+                f"{BUSY_TIMEOUT_S:.0f} s; try again when its write is done."
+            )
         return HistoryError(
             f"The run history at {self.path} could not be read or written ({exc}); "
             "check that file and its directory."

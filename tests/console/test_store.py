@@ -19,6 +19,7 @@ import pytest
 from console.errors import ConsoleError
 from console.measure.model import LiveSample, RequestSample, RunInfo
 from console.store import HistoryError, RunStore, default_history_path
+from console.store import runs as runs_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -404,5 +405,24 @@ async def test_calls_wait_for_a_locked_file_off_the_event_loop() -> None:
         # Many coroutines at once share the one connection safely.
         await asyncio.gather(*(store.add_request(run_id, request_sample(i)) for i in range(50)))
         assert len((await store.run(run_id)).requests) == 51
+    finally:
+        store.close()
+
+
+async def test_a_file_locked_too_long_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "BUSY_TIMEOUT_S", 0.2)
+    store = RunStore()
+    try:
+        run_id = await store.start_run(run_info())
+        other = sqlite3.connect(store.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(HistoryError, match=r"stayed locked by another process for 0 s"):
+                await store.add_request(run_id, request_sample())
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await store.add_request(run_id, request_sample())  # usable again once released
+        assert len((await store.run(run_id)).requests) == 1
     finally:
         store.close()
