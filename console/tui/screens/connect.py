@@ -1,0 +1,70 @@
+"""Before a host is open: pick a profile or ssh-config host, or type a destination.
+
+Also where a refused connection stays visible (a changed host key, an unreachable host),
+so the reason is on screen and not only in a notification that fades.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from console.commands.ui import connect_targets
+
+
+class ConnectScreen(Screen):
+    def __init__(self) -> None:
+        super().__init__()
+        self._picker_shown = False
+        self._want_picker = False
+        self._message = ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="connect"):
+            yield Static("specconsole", id="connect-title")
+            yield Static("", id="connect-message")
+            yield Static("Hosts (profiles and ~/.ssh/config):", id="picker-label")
+            yield OptionList(id="picker")
+            yield Input(placeholder="or type a profile, user@host or ssh alias", id="typed")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = self.app
+        if self._message:
+            self.show_message(self._message)
+        if app.host and not app.connect_problem and not self._want_picker:
+            self.show_message(self._message or f"Connecting to {app.host}…")
+            self.query_one("#picker").display = False
+            self.query_one("#picker-label").display = False
+            self.query_one("#typed").display = False
+        else:
+            self.show_picker()
+
+    def show_message(self, text: str) -> None:
+        self._message = text
+        if self.is_mounted:
+            self.query_one("#connect-message", Static).update(text)
+
+    def show_picker(self) -> None:
+        self._want_picker = True
+        if not self.is_mounted:
+            return
+        picker = self.query_one("#picker", OptionList)
+        if not self._picker_shown:
+            for target, description in connect_targets():
+                picker.add_option(Option(f"{target}  —  {description}", id=target))
+            self._picker_shown = True
+        for node in ("#picker", "#picker-label", "#typed"):
+            self.query_one(node).display = True
+        picker.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.connect(event.option.id)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.app.connect(event.value.strip())

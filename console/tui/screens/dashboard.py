@@ -1,0 +1,184 @@
+"""`d`: is the service up, with which key flags, and how fast is it decoding right now.
+
+State and load progress come from the lifecycle events and the status poll, the key
+flags from the launch config, the schema's roles and the engine's /get_server_info,
+the charts and the request table from the live series. Every figure in the table says
+how it was measured (server-side or client-side, streamed or not, context, text type).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, ProgressBar, Static
+
+from console.measure.model import LiveSample, RequestSample
+from console.tui import keys
+from console.tui.screens.base import ViewScreen
+from console.tui.widgets.chart import Chart, ChartSeries
+from console.tui.widgets.status_bar import state_text
+
+# (label, schema role, flag name when the engine names no role)
+KEY_FLAGS: tuple[tuple[str, str | None, str], ...] = (
+    ("algorithm", None, "speculative-algorithm"),
+    ("draft tokens (block)", "block_size", "speculative-num-draft-tokens"),
+    ("draft window", "draft_window", "speculative-draft-window-size"),
+    ("tree budget", "tree_budget", "speculative-ddtree-budget"),
+    ("context length", "context_length", "context-length"),
+    ("reasoning parser", None, "reasoning-parser"),
+    ("tool-call parser", None, "tool-call-parser"),
+)
+
+
+def key_flag_rows(
+    flags: dict[str, object], roles: dict[str, str], schema, info: dict | None
+) -> list[tuple[str, str, str]]:
+    """(label, value, where the value comes from) for the dashboard's flag panel."""
+    rows = []
+    for label, role, fallback in KEY_FLAGS:
+        name = roles.get(role, fallback) if role else fallback
+        spec = schema.resolve(name) if schema is not None else None
+        if schema is not None and spec is None:
+            continue  # this engine has no such flag
+        canonical = spec.name if spec else name
+        served = (info or {}).get(canonical.replace("-", "_"))
+        if served is not None:
+            rows.append((label, str(served), "engine"))
+        elif canonical in flags:
+            rows.append((label, str(flags[canonical]), "launch config"))
+        else:
+            default = spec.default if spec and spec.default not in (None, "None") else "-"
+            rows.append((label, str(default), "default"))
+    return rows
+
+
+def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
+    """The three live charts' lines, x in seconds before the newest sample."""
+    if not samples:
+        return {"tok": [], "commit": [], "step": []}
+    newest = max(s.t for s in samples)
+
+    def line(label: str, get) -> list[ChartSeries]:
+        points = [(s.t - newest, get(s)) for s in samples if get(s) is not None]
+        return [ChartSeries(label, points)] if points else []
+
+    return {
+        "tok": line("tok/s", lambda s: s.tok_s),
+        "commit": line("commit", lambda s: s.commit_len),
+        "step": line("step ms", lambda s: None if s.step_time_s is None else s.step_time_s * 1000),
+    }
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def request_row(r: RequestSample) -> tuple[str, ...]:
+    how = f"{r.decode_source or '?'}{', stream' if r.streamed else ''}"
+    if r.flagged:
+        how += f" (kept out: {r.flagged})"
+    return (
+        r.text_type,
+        str(r.context_tokens),
+        str(r.completion_tokens),
+        _fmt(r.decode_tok_s, ".1f"),
+        _fmt(r.commit_len, ".2f"),
+        _fmt(None if r.step_time_s is None else r.step_time_s * 1000, ".1f"),
+        _fmt(None if r.ttft_s is None else r.ttft_s * 1000, ".0f"),
+        how,
+    )
+
+
+class DashboardScreen(ViewScreen):
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="dash-top"):
+            with Vertical(id="dash-state", classes="panel"):
+                yield Static("", id="state-line")
+                yield ProgressBar(total=100, show_eta=False, id="load-progress")
+                yield Static("", id="state-hint")
+            with Vertical(id="dash-flags", classes="panel"):
+                yield DataTable(id="flags-table", show_cursor=False)
+        hz = self.app.settings.chart_hz
+        with Horizontal(id="dash-charts"):
+            yield Chart("decode tok/s", x_label="s", hz=hz, id="chart-tok")
+            yield Chart("commit length", x_label="s", hz=hz, id="chart-commit")
+            yield Chart("step time (ms)", x_label="s", hz=hz, id="chart-step")
+        yield DataTable(id="requests", show_cursor=False, zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#dash-flags").border_title = "key flags"
+        self.query_one("#dash-state").border_title = "service"
+        flags = self.query_one("#flags-table", DataTable)
+        flags.add_columns("flag", "value", "from")
+        requests = self.query_one("#requests", DataTable)
+        requests.border_title = "last requests"
+        requests.add_columns(
+            "text", "context", "tokens", "tok/s", "commit", "step ms", "TTFT ms", "measured"
+        )
+        for name in ("status", "lifecycle", "running"):
+            self.watch(self.app, name, lambda _=None: self._show_state(), init=False)
+        self.watch(self.app, "server_info", lambda _=None: self._load_flags(), init=False)
+        self.watch(self.app, "live_version", lambda _=None: self._show_live(), init=False)
+        self._show_state()
+        self._show_live()
+        self._load_flags()
+
+    def _show_state(self) -> None:
+        app = self.app
+        state, detail = state_text(app)
+        line = Text(state.upper(), style="bold")
+        if detail:
+            line.append(f"  {detail}")
+        event = app.lifecycle
+        message = event.message if event is not None and app.running else ""
+        if not message and app.status is not None:
+            message = app.status.message
+        if message:
+            line.append(f"\n{message}")
+        self.query_one("#state-line", Static).update(line)
+        progress = self.query_one("#load-progress", ProgressBar)
+        percent = event.percent if event is not None and state == "loading" else None
+        if percent is None and app.status is not None and state == "loading":
+            percent = app.status.percent
+        progress.display = state in ("starting", "loading")
+        progress.update(progress=percent or 0)
+        start_key = keys.display_keys(keys.BY_ID["start"], app.keymap)
+        hints = {
+            "stopped": f"The engine is stopped. Press {start_key} to start it.",
+            "failed": f"The engine failed. Press {start_key} to start it again, or s for "
+            "the exit code, log lines and rollback.",
+        }
+        self.query_one("#state-hint", Static).update("" if app.running else hints.get(state, ""))
+
+    @work(group="dash-flags", exclusive=True, exit_on_error=False)
+    async def _load_flags(self) -> None:
+        service = self.app.service
+        if service is None:
+            return
+        try:
+            config, discovered = await asyncio.gather(service.current_config(), service.schema())
+        except Exception as exc:
+            self.query_one("#flags-table", DataTable).clear()
+            self.notify(f"Could not read the flags: {exc}", severity="error")
+            return
+        rows = key_flag_rows(
+            dict(config.flags), discovered.roles, discovered.schema, self.app.server_info
+        )
+        table = self.query_one("#flags-table", DataTable)
+        table.clear()
+        for row in rows:
+            table.add_row(*row)
+
+    def _show_live(self) -> None:
+        lines = chart_series(self.app.live_samples)
+        self.query_one("#chart-tok", Chart).set_series(lines["tok"])
+        self.query_one("#chart-commit", Chart).set_series(lines["commit"])
+        self.query_one("#chart-step", Chart).set_series(lines["step"])
+        table = self.query_one("#requests", DataTable)
+        table.clear()
+        for r in reversed(self.app.requests[-20:]):
+            table.add_row(*request_row(r))

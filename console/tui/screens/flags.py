@@ -1,0 +1,257 @@
+"""`f`: the engine's flags as a form, checked as you type, applied with a diff.
+
+The schema is the engine's own (`service.schema()`: types, choices, defaults, help and
+curated notes); a value is checked by `service.plan(...)`, the same validation that
+`specconsole set` runs, so the form and the CLI refuse the same things with the same
+sentence. Staged edits are applied together after the diff is confirmed: write, restart,
+follow to ready (`service.apply`); `B` rolls back to the last-good flags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Input, Static
+
+from console.backends.schema import FlagSpec
+from console.config import FlagValue
+from console.errors import ConsoleError
+from console.service.service import FlagPlan
+from console.tui import keys
+from console.tui.screens.base import ViewScreen
+
+CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
+
+
+def kind_text(spec: FlagSpec) -> str:
+    return "{" + ",".join(spec.choices) + "}" if spec.choices else spec.type
+
+
+def value_text(value: FlagValue | None) -> str:
+    if value is None:
+        return ""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def matches(spec: FlagSpec, query: str) -> bool:
+    q = query.lower().strip()
+    return not q or q in spec.name or q in spec.help.lower() or q in spec.note.lower()
+
+
+class FlagsScreen(ViewScreen):
+    BINDINGS = keys.bindings("flags")
+
+    def compose_body(self) -> ComposeResult:
+        yield Input(placeholder="/ search flags", id="flag-search")
+        with Horizontal(id="flag-main"):
+            yield DataTable(id="flag-table", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="flag-editor", classes="panel"):
+                yield Static("", id="flag-help")
+                yield Input(placeholder="new value (empty = engine default)", id="flag-value")
+                yield Static("", id="flag-check")
+        with VerticalScroll(id="flag-pending", classes="panel"):
+            yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
+                         id="pending-text")  # fmt: skip
+
+    def on_mount(self) -> None:
+        self.specs: dict[str, FlagSpec] = {}
+        self.current: dict[str, FlagValue] = {}
+        self.staged: dict[str, str | None] = {}
+        self.show_all = False
+        self.selected: str | None = None
+        self.query_one("#flag-editor").border_title = "flag"
+        self.query_one("#flag-pending").border_title = "staged edits"
+        self.query_one("#flag-table", DataTable).add_columns("flag", "value", "type", "default")
+        self.watch(self.app, "lifecycle", self._maybe_reload, init=False)
+        self.query_one("#flag-table", DataTable).focus()
+        self._load()
+
+    # -- data ---------------------------------------------------------------------
+
+    def _maybe_reload(self, event) -> None:
+        if event is not None and event.state in ("ready", "failed") and not self.app.running:
+            self._load()
+
+    @work(group="flags-load", exclusive=True, exit_on_error=False, description="flags")
+    async def _load(self) -> None:
+        service = self.app.service
+        if service is None:
+            return
+        try:
+            discovered, config = await asyncio.gather(service.schema(), service.current_config())
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.specs = dict(discovered.schema.flags)
+        self.current = {}
+        for name, value in config.flags.items():
+            spec = discovered.schema.resolve(name)
+            self.current[spec.name if spec else name] = value
+        self.source = discovered.schema.source
+        self._fill_table()
+
+    def _rows(self) -> list[FlagSpec]:
+        query = self.query_one("#flag-search", Input).value
+        return [
+            s
+            for s in self.specs.values()
+            if (self.show_all or s.tuned or s.name in self.current or s.name in self.staged)
+            and matches(s, query)
+        ]
+
+    def _fill_table(self) -> None:
+        table = self.query_one("#flag-table", DataTable)
+        keep = self.selected
+        table.clear()
+        for spec in self._rows():
+            value = value_text(self.current.get(spec.name))
+            if spec.name in self.staged:
+                new = self.staged[spec.name]
+                value = f"{value or '-'} → {new if new is not None else '(default)'}"
+            table.add_row(spec.name, value or "-", kind_text(spec), spec.default or "-",
+                          key=spec.name)  # fmt: skip
+        table.border_title = (
+            f"{'all' if self.show_all else 'tuned and set'} flags ({table.row_count})"
+        )
+        if keep is not None and keep in [s.name for s in self._rows()]:
+            table.move_cursor(row=table.get_row_index(keep))
+        elif table.row_count:
+            self._select(str(table.coordinate_to_cell_key((0, 0)).row_key.value))
+        self._show_pending()
+
+    # -- selection and editing ----------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#flag-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value:
+            self._select(str(event.row_key.value))
+
+    @on(DataTable.RowSelected, "#flag-table")
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        self.query_one("#flag-value", Input).focus()
+
+    def _select(self, name: str) -> None:
+        if name == self.selected or name not in self.specs:
+            return
+        self.selected = name
+        spec = self.specs[name]
+        text = Text()
+        text.append(f"--{spec.name}\n", style="bold")
+        text.append(f"type {kind_text(spec)}, default {spec.default or '-'}\n")
+        current = value_text(self.current.get(name))
+        text.append(f"current {current or '(engine default)'}\n\n")
+        if spec.note:
+            text.append(spec.note + "\n\n", style="italic")
+        text.append(spec.help or "(no help text)")
+        self.query_one("#flag-help", Static).update(text)
+        value = self.staged.get(name, current) if name in self.staged else current
+        box = self.query_one("#flag-value", Input)
+        with box.prevent(Input.Changed):
+            box.value = value or ""
+        self.query_one("#flag-check", Static).update("")
+
+    def _change_for(self, value: str) -> dict[str, str | None]:
+        assert self.selected is not None
+        return {**self.staged, self.selected: value.strip() or None}
+
+    @on(Input.Changed, "#flag-value")
+    def _typed(self, event: Input.Changed) -> None:
+        if self.selected is not None:
+            self._check(self._change_for(event.value), stage=None)
+
+    @on(Input.Submitted, "#flag-value")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self.selected is not None:
+            self._check(self._change_for(event.value), stage=self.selected, delay=False)
+
+    @work(group="flag-check", exclusive=True, exit_on_error=False, description="check flag")
+    async def _check(
+        self, changes: dict[str, str | None], stage: str | None, delay: bool = True
+    ) -> None:
+        if delay:
+            await asyncio.sleep(CHECK_DELAY_S)
+        check = self.query_one("#flag-check", Static)
+        box = self.query_one("#flag-value", Input)
+        try:
+            plan = await self.app.service.plan(changes)
+        except ConsoleError as exc:
+            box.add_class("-invalid")
+            check.update(Text(f"✗ {exc}", style=self.app.theme_variables.get("error", "red")))
+            return
+        except Exception as exc:
+            from console.tui.app import one_line
+
+            check.update(Text(f"✗ {one_line(exc)}"))
+            return
+        box.remove_class("-invalid")
+        check.update(Text("✓ valid" + ("" if plan.changed else " (no change)"),
+                          style=self.app.theme_variables.get("success", "green")))  # fmt: skip
+        if stage is not None:
+            self.staged[stage] = changes[stage]
+            self._fill_table()
+            self.query_one("#flag-table", DataTable).focus()
+
+    def _show_pending(self) -> None:
+        text = self.query_one("#pending-text", Static)
+        if not self.staged:
+            text.update("No staged edits. Select a flag, type a value, Enter stages it.")
+            return
+        lines = [
+            f"--{name} = {value if value is not None else '(engine default)'}"
+            for name, value in self.staged.items()
+        ]
+        text.update("\n".join(lines) + "\n\na reviews the diff and applies; z discards.")
+
+    # -- actions ------------------------------------------------------------------
+
+    def action_focus_search(self) -> None:
+        self.query_one("#flag-search", Input).focus()
+
+    def action_back_to_table(self) -> None:
+        self.query_one("#flag-table", DataTable).focus()
+
+    @on(Input.Changed, "#flag-search")
+    def _search(self) -> None:
+        self._fill_table()
+
+    @on(Input.Submitted, "#flag-search")
+    def _search_done(self) -> None:
+        self.query_one("#flag-table", DataTable).focus()
+
+    def action_toggle_all(self) -> None:
+        self.show_all = not self.show_all
+        self._fill_table()
+
+    def action_discard(self) -> None:
+        self.staged.clear()
+        self._fill_table()
+        self.notify("Staged edits discarded.")
+
+    def action_review(self) -> None:
+        if not self.staged:
+            self.notify("Nothing staged: select a flag, type a value and press Enter.")
+            return
+        self.app.run_service_action(
+            "diff", lambda: self.app.service.plan(dict(self.staged)), self._review
+        )
+
+    def _review(self, plan: FlagPlan) -> None:
+        if not plan.changed:
+            self.notify("No change: the flags already have these values.")
+            return
+        self.app.confirm(
+            f"Apply and restart {self.app.host}?",
+            plan.diff,
+            lambda: self.app.apply_plan(plan, on_done=self._applied),
+            diff=True,
+        )
+
+    def _applied(self, ok: bool) -> None:
+        if ok:
+            self.staged.clear()
+        self._load()

@@ -1,0 +1,86 @@
+"""Modals that ask before something irreversible: confirm an action, trust a host key.
+
+An unknown SSH host key is never accepted silently: the modal shows the fingerprint and
+the file it will be written to, and Cancel has the focus, so Enter alone refuses.
+"""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from console.transport import HostKeyInfo
+from console.tui import keys
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = keys.bindings("confirm")
+
+    def __init__(self, question: str, detail: str = "", *, diff: bool = False) -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+        self.diff = diff
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(Text(self.question, style="bold"), id="question")
+            if self.detail:
+                body = (
+                    Syntax(self.detail, "diff", theme="ansi_dark", word_wrap=True)
+                    if self.diff
+                    else Text(self.detail)
+                )
+                with VerticalScroll(id="detail"):
+                    yield Static(body)
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", id="yes", variant="warning")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class HostKeyScreen(ModalScreen[bool]):
+    BINDINGS = keys.bindings("host key")
+
+    def __init__(self, info: HostKeyInfo) -> None:
+        super().__init__()
+        self.info = info
+
+    def compose(self) -> ComposeResult:
+        info = self.info
+        text = Text()
+        text.append(f"The authenticity of {info.destination} can't be established.\n\n", "bold")
+        text.append(f"Recorded as:  {info.known_hosts_name}\n")
+        text.append(f"Key type:     {info.key_type}\n")
+        text.append("Fingerprint:  ")
+        text.append(f"{info.fingerprint}\n\n", "bold")
+        text.append(
+            "Compare the fingerprint with the host's own (ssh-keygen -lf on the host). "
+            "Trusting records the key in your known_hosts; a later change is refused."
+        )
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(text, id="hostkey")
+            with Horizontal(classes="buttons"):
+                yield Button("Trust and connect", id="trust", variant="warning")
+                yield Button("Cancel", id="cancel", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "trust")
+
+    def action_refuse(self) -> None:
+        self.dismiss(False)

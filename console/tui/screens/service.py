@@ -1,0 +1,114 @@
+"""`s`: start, stop, restart and roll back, and follow each to ready or failure.
+
+A failed start stays on screen with what an operator needs to act: the exit code, the
+last log lines the engine printed, and rollback one key away. Every button calls the same
+`EngineService` method the CLI's start/stop/restart/rollback commands call.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, RichLog, Static
+
+from console.service import LifecycleEvent
+from console.tui.screens.base import ViewScreen
+from console.tui.widgets.status_bar import state_text
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+class ServiceScreen(ViewScreen):
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="svc-top"):
+            yield Static("", id="svc-info", classes="panel")
+            with Vertical(id="svc-buttons", classes="panel"):
+                yield Button("Start (S)", id="svc-start", variant="success")
+                yield Button("Restart (R)", id="svc-restart", variant="warning")
+                yield Button("Stop (X)", id="svc-stop", variant="error")
+                yield Button("Roll back (B)", id="svc-rollback")
+        with Vertical(id="svc-failure", classes="panel"):
+            yield Static("", id="failure-head")
+            yield RichLog(id="failure-log", markup=False, highlight=False, wrap=False)
+        yield RichLog(id="svc-events", markup=False, highlight=False, wrap=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#svc-events", RichLog).border_title = "lifecycle"
+        self.query_one("#svc-info").border_title = "service"
+        self.query_one("#svc-failure").border_title = "failed start"
+        self._failure_shown: tuple | None = None
+        for name in ("status", "running"):
+            self.watch(self.app, name, lambda _=None: self._show(), init=False)
+        self.watch(self.app, "lifecycle", self._on_event, init=False)
+        self._show()
+
+    def _on_event(self, event: LifecycleEvent | None) -> None:
+        if event is not None:
+            self.query_one("#svc-events", RichLog).write(f"{_clock(event.at)}  {event.describe()}")
+        self._show()
+
+    def _failure(self) -> tuple[int | None, str, tuple[str, ...]] | None:
+        app = self.app
+        event, status = app.lifecycle, app.status
+        if (
+            event is not None
+            and event.state == "failed"
+            and (status is None or status.state == "failed" or app.running)
+        ):
+            return event.exit_code, event.message, event.log_tail
+        if status is not None and status.state == "failed":
+            return status.exit_code, status.message, status.log_tail
+        return None
+
+    def _show(self) -> None:
+        app = self.app
+        state, detail = state_text(app)
+        status = app.status
+        info = Text()
+        info.append(f"{app.host}", style="bold")
+        info.append(f"   {state}{' ' + detail if detail else ''}\n")
+        if status is not None:
+            info.append(f"engine {status.engine}, {status.supervisor} supervisor")
+            info.append(f", pid {status.pid}" if status.pid else "")
+            info.append(f", port {status.port}\n" if status.port else "\n")
+            if status.message:
+                info.append(f"{status.message}\n")
+            if status.config is not None:
+                info.append("launch: " + " ".join(status.config.argv[-12:]), style="dim")
+        self.query_one("#svc-info", Static).update(info)
+        running = bool(app.running)
+        ready_or_up = state in ("ready", "starting", "loading")
+        self.query_one("#svc-start", Button).disabled = running or ready_or_up
+        self.query_one("#svc-stop", Button).disabled = running or state == "stopped"
+        self.query_one("#svc-restart", Button).disabled = running
+        self.query_one("#svc-rollback", Button).disabled = running
+        failure = self._failure()
+        panel = self.query_one("#svc-failure")
+        panel.display = failure is not None
+        if failure is not None and failure != self._failure_shown:
+            self._failure_shown = failure
+            code, message, tail = failure
+            head = Text()
+            head.append(f"exit code {code if code is not None else 'unknown'}", style="bold")
+            head.append(f": {message}\n" if message else "\n")
+            head.append("Press B to roll back to the last-good flags, or S to start again.")
+            self.query_one("#failure-head", Static).update(head)
+            log = self.query_one("#failure-log", RichLog)
+            log.clear()
+            for line in tail[-30:]:
+                log.write(line)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        action = {
+            "svc-start": self.app.action_start,
+            "svc-restart": self.app.action_restart,
+            "svc-stop": self.app.action_stop,
+            "svc-rollback": self.app.action_rollback,
+        }.get(event.button.id or "")
+        if action is not None:
+            action()

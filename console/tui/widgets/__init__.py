@@ -1,0 +1,1 @@
+"""Widgets of the console: each shows one thing and talks to screens through messages."""

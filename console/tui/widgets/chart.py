@@ -1,0 +1,91 @@
+"""The one chart interface the screens use: series in, widget out.
+
+Screens call `Chart.set_series(...)` as often as data arrives; the widget redraws at
+most `hz` times a second (a timer picks up the latest data), so a burst of samples never
+floods the UI thread. How lines are drawn is `plotext_render`'s business: swapping the
+drawing library means changing that module only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.color import Color
+from rich.text import Text
+from textual.widget import Widget
+
+from console.tui.widgets.plotext_render import RGB, ChartSeries, render_lines
+
+__all__ = ["Chart", "ChartSeries"]
+
+
+class Chart(Widget):
+    DEFAULT_CSS = """
+    Chart { height: 12; min-height: 6; }
+    """
+
+    def __init__(
+        self,
+        title: str = "",
+        *,
+        x_label: str = "",
+        empty: str = "no data yet",
+        hz: float = 2.0,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.chart_title = title
+        self.x_label = x_label
+        self.empty = empty
+        self._hz = hz
+        self._series: tuple[ChartSeries, ...] = ()
+        self._dirty = False
+        self._cache: tuple[tuple, Text] | None = None
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0 / self._hz, self._flush)
+        self.watch(self.app, "theme", lambda _: self._invalidate(), init=False)
+
+    def set_series(self, series: Sequence[ChartSeries]) -> None:
+        """Replace the lines; the picture follows at the next redraw tick."""
+        self._series = tuple(series)
+        self._dirty = True
+
+    def _flush(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._cache = None
+        self.refresh()
+
+    def _colors(self) -> list[RGB]:
+        variables = self.app.theme_variables
+        out: list[RGB] = []
+        for name in ("primary", "accent", "success", "secondary", "warning"):
+            value = variables.get(name)
+            if value:
+                try:
+                    triplet = Color.parse(value).get_truecolor()
+                except Exception:
+                    continue
+                out.append((triplet.red, triplet.green, triplet.blue))
+        return out or [(78, 161, 211)]
+
+    def render(self) -> Text:
+        size = (self.content_size.width, self.content_size.height)
+        if self._cache is not None and self._cache[0] == size:
+            return self._cache[1]
+        text = render_lines(
+            self._series,
+            size[0],
+            size[1],
+            title=self.chart_title,
+            x_label=self.x_label,
+            colors=self._colors(),
+            empty=self.empty,
+        )
+        self._cache = (size, text)
+        return text

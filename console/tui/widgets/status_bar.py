@@ -1,0 +1,76 @@
+"""The line at the top of every view: host, engine, state, the running action, the link.
+
+It watches the app's shared state, so every screen shows the same truth without asking
+for it; a down link becomes a banner here while the rest of the UI keeps working.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import LoadingIndicator, Static
+
+STATE_COLOR = {"ready": "success", "failed": "error", "stopped": "warning", "stopping": "warning"}
+
+
+def state_text(app) -> tuple[str, str]:
+    """(state, detail) from the newest of the polled status and the lifecycle event."""
+    status, event = app.status, app.lifecycle
+    if app.running and event is not None:
+        state = event.state
+        detail = f"{event.percent}%" if event.percent is not None else ""
+        return state, detail
+    if status is None:
+        return "unknown", "reading state…"
+    detail = f"{status.percent}%" if status.percent is not None else ""
+    if status.state == "failed" and status.exit_code is not None:
+        detail = f"exit code {status.exit_code}"
+    return status.state, detail
+
+
+class StatusBar(Horizontal):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; }
+    StatusBar #status-text { width: 1fr; padding: 0 1; }
+    StatusBar #action { width: auto; padding: 0 1; color: $accent; display: none; }
+    StatusBar LoadingIndicator { width: 6; height: 1; display: none; }
+    StatusBar.busy #action, StatusBar.busy LoadingIndicator { display: block; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status-text")
+        yield LoadingIndicator()
+        yield Static(id="action")
+
+    def on_mount(self) -> None:
+        for name in ("status", "lifecycle", "running", "link_down"):
+            self.watch(self.app, name, lambda _=None: self.update_view(), init=False)
+        self.update_view()
+
+    def update_view(self) -> None:
+        app = self.app
+        service = getattr(app, "service", None)
+        state, detail = state_text(app)
+        text = Text()
+        text.append(f"{app.host or '-'}", style="bold")
+        if service is not None:
+            text.append(f"  {service.profile.engine}")
+        text.append("  ")
+        # Rich styles cannot read CSS variables: colour by the theme's own values.
+        colors = app.theme_variables
+        text.append(state, style=f"bold {colors.get(STATE_COLOR.get(state, 'primary'), '')}")
+        if detail:
+            text.append(f" {detail}")
+        status = app.status
+        if status is not None and status.pid:
+            text.append(f"  pid {status.pid}")
+        if status is not None and status.port:
+            text.append(f"  port {status.port}")
+        if app.link_down:
+            text.append(f"  ⚠ {app.link_down}", style=f"bold {colors.get('error', '')}".strip())
+        self.query_one("#status-text", Static).update(text)
+        self.set_class(bool(app.running), "busy")
+        self.query_one("#action", Static).update(
+            f"{app.running}… (C cancels)" if app.running else ""
+        )
