@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 
-from console import config as profiles
 from console.commands.base import EXIT_FAILED, HostCommand, Parser
 from console.errors import ConsoleError
 
@@ -35,7 +34,11 @@ def bench_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
 
 
 async def cmd_web(args: argparse.Namespace) -> int:
-    profiles.load_profile(args.host)  # an unknown host fails here, not in every browser tab
+    # An unknown host fails here, once, not in every browser tab; `connect` takes the same
+    # names (profiles, user@host, ssh aliases).
+    from console.commands.ui import resolve_host
+
+    resolve_host(args.host)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     from console.tui import web  # Textual and textual-serve stay inside console.tui
 
