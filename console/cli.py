@@ -152,9 +152,18 @@ async def cmd_set(args: argparse.Namespace) -> int:
             if not await asyncio.to_thread(ask, f"Apply and restart {args.host}?"):
                 err("Not applied.")
                 return EXIT_ERROR
+        before = None
+        if args.baseline:
+            session = measure_commands.baseline_session(service)
+            err("  baseline before the change ...")
+            before = await measure_commands.run_baseline(session)
         result = await service.apply(plan, timeout=args.timeout)
         if result.ok:
             print(f"{args.host}: ready with the new flags")
+            if before is not None:
+                err("  baseline after the change ...")
+                after = await measure_commands.run_baseline(session)
+                measure_commands.print_baseline(measure_commands.baseline_comparison(before, after))
             return 0
         print_failure(result.event)
         err(
@@ -320,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("assignments", nargs="+", metavar="key=value", help="`key=` unsets a flag")
     p.add_argument("--dry-run", action="store_true", help="show the diff and change nothing")
     p.add_argument("--yes", action="store_true", help="apply without asking")
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="run a short fixed baseline before and after, and show the change side by side",
+    )
     wait_options(p)
     p.set_defaults(func=cmd_set)
 

@@ -1,11 +1,606 @@
-"""`specconsole` commands for this area (being built)."""
+"""`specconsole prompt | sweep | twopoint | streamcheck | diagnose | bench fidelity`.
+
+Thin over the measurement core (console/measure): each command opens the host's
+service, runs one method in a `MeasureSession` that records the run in the history
+store, and prints either a table (with a progress bar on a terminal) or `--json`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from console.commands.base import HostCommand
+from console.commands.base import HostCommand, err, with_service
+from console.commands.web import bench_parser
+from console.errors import ConsoleError
+from console.measure import methods
+from console.measure.decompose import FitError, ThroughputModel, explain, fit
+from console.measure.methods import MethodResult
+from console.measure.model import RequestSample
+from console.measure.prompts import PromptLibrary
+from console.measure.session import MeasureError, MeasureSession
+from console.measure.stats import PointSummary, Spread, spread
+from console.service import EngineService
+from console.store import RunStore
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v.strip().lower().replace("k", "000")) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers"
+        ) from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
+    return values
+
+
+def _names(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+# -- sessions and progress ----------------------------------------------------------------
+
+
+def _session(service: EngineService, args: argparse.Namespace) -> MeasureSession:
+    library = PromptLibrary.builtin()
+    if getattr(args, "prompts", None):
+        library.extend_from_file(args.prompts)
+    store = None if getattr(args, "no_store", False) else RunStore.default()
+    return MeasureSession(service, store=store, library=library, on_note=lambda t: err(f"  {t}"))
+
+
+@contextmanager
+def _progress(args: argparse.Namespace, label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on a terminal; nothing with --json or off a terminal."""
+    if getattr(args, "json", False) or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task(label, total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield tick
+
+
+# -- printing -----------------------------------------------------------------------------
+
+
+def _s(value: Spread | None, fmt: str = "{:.1f}", scale: float = 1.0) -> str:
+    return value.text(fmt, scale) if value else "-"
+
+
+def print_points(points: list[PointSummary]) -> None:
+    print(
+        f"{'text':<11}{'context':>8}{'out':>6}{'n':>3}  {'decode tok/s':<22}{'commit':<18}"
+        f"{'step ms':<20}{'source':<14}flagged"
+    )
+    for p in points:
+        print(
+            f"{p.text_type:<11}{p.context:>8}{p.max_tokens:>6}{p.n:>3}  {_s(p.tok_s):<22}"
+            f"{_s(p.commit, '{:.2f}'):<18}{_s(p.step_s, '{:.2f}', 1000):<20}"
+            f"{','.join(p.sources):<14}{p.flagged or ''}"
+        )
+    print("  (median [lowest-highest] over repeats; flagged requests are not in the figures)")
+
+
+def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
+    def f(v: float | None, fmt: str) -> str:
+        return "-" if v is None else fmt.format(v)
+
+    print(
+        f"decode {f(s.decode_tok_s, '{:.1f}')} tok/s ({s.decode_source or 'no decode time'}, "
+        f"{'streamed' if s.streamed else 'not streamed'}), commit {f(s.commit_len, '{:.2f}')}, "
+        f"step {f(s.step_time_s and s.step_time_s * 1000, '{:.2f}')} ms, "
+        f"TTFT {f(s.ttft_s if s.ttft_s is not None else s.server_ttft_s, '{:.3f}')} s"
+        f"{'' if s.ttft_s is not None or s.server_ttft_s is None else ' (server)'}"
+    )
+    print(
+        f"  context {s.context_tokens} tokens, {s.completion_tokens}/{s.max_tokens} tokens out "
+        f"({s.finish_reason}), {s.text_type} text, latency {s.latency_s:.3f} s, "
+        f"flags {s.flags_hash}"
+    )
+    if s.repetition is not None and s.repetition > 0.5:
+        print(f"  note: {s.repetition:.0%} of the output repeats itself; commit is inflated")
+    if s.flagged:
+        print(f"  FLAGGED (kept out of averages): {s.flagged}")
+    if show_text and s.text:
+        print("  --- output ---")
+        print("  " + s.text.replace("\n", "\n  "))
+
+
+def _emit_json(result: MethodResult, extra: dict[str, Any] | None = None) -> None:
+    data = result.as_dict()
+    if extra:
+        data.update(extra)
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _footer(result: MethodResult) -> None:
+    if result.run_id is not None:
+        print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+async def cmd_prompt(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "prompt") as tick:
+            result = await methods.probe(
+                session, text_type=args.text_type, context=args.context, text=args.text,
+                max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, stream=args.stream,
+                repeat=args.repeat, tick=tick,
+            )  # fmt: skip
+        if args.json:
+            _emit_json(result)
+            return 0
+        for i, sample in enumerate(result.samples):
+            print_sample(sample, show_text=i == len(result.samples) - 1)
+        if len(result.samples) > 1:
+            print_points(result.points)
+        _footer(result)
+        return 0
+
+    return await with_service(args, body)
+
+
+async def cmd_sweep(args: argparse.Namespace) -> int:
+    types = args.text or ["code"]
+
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "sweep") as tick:
+            if args.outputs:
+                result = await methods.output_sweep(
+                    session, outputs=args.outputs, context=args.context or 256,
+                    text_types=types, repeat=args.repeat, tick=tick,
+                )  # fmt: skip
+            else:
+                result = await methods.context_sweep(
+                    session, contexts=args.contexts, output_tokens=args.output,
+                    text_types=types, repeat=args.repeat, stream=args.stream, tick=tick,
+                )  # fmt: skip
+        if args.json:
+            _emit_json(result)
+            return 0
+        print_points(result.points)
+        if result.model is not None:
+            print_model(result.model)
+        elif result.figures.get("fit_error"):
+            print(f"no model: {result.figures['fit_error']}")
+        _footer(result)
+        return 0
+
+    return await with_service(args, body)
+
+
+def print_model(model: ThroughputModel) -> None:
+    s = model.step
+    print(
+        f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
+        f"context ({'fits' if model.step_fits else 'fits badly'}: worst point "
+        f"{s.max_rel_residual:.0%} off the line)"
+    )
+    for kind, curve in model.commit.items():
+        pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)
+        print(f"commit on {kind}: {pts}")
+    for note in model.notes:
+        print(f"note: {note}")
+
+
+async def cmd_twopoint(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "two-point") as tick:
+            result = await methods.two_point(
+                session, n1=args.n1, n2=args.n2, context=args.context, text_type=args.text_type,
+                repeat=args.repeat, tick=tick,
+            )  # fmt: skip
+        if args.json:
+            _emit_json(result)
+            return 0
+        f = result.figures
+        if f.get("twopoint_tok_s") is None:
+            print(f"two-point: no result ({f.get('error', 'T(N2) was not above T(N1)')})")
+            return 1
+        print(
+            f"two-point decode: {f['twopoint_tok_s']:.1f} tok/s = ({args.n2} - {args.n1}) tokens / "
+            f"(T({args.n2}) - T({args.n1})), medians of {f['pairs']} pairs, client wall time"
+        )
+        if f.get("server_tok_s"):
+            print(
+                f"server decode time, same tokens: {f['server_tok_s']:.1f} tok/s "
+                f"({f['agreement']:+.1%})"
+            )
+        if f.get("whole_request_tok_s"):
+            w = f["whole_request_tok_s"]
+            print(f"whole-request decode (N={args.n2}, server): {w['median']:.1f} tok/s")
+        _footer(result)
+        return 0
+
+    return await with_service(args, body)
+
+
+async def cmd_streamcheck(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "stream check") as tick:
+            result = await methods.stream_check(
+                session, context=args.context, max_tokens=args.max_tokens,
+                text_type=args.text_type, repeat=args.repeat, tick=tick,
+            )  # fmt: skip
+        if args.json:
+            _emit_json(result)
+            return 0
+        f = result.figures
+        for label, key in (
+            ("streamed, client-side", "stream_client_tok_s"),
+            ("streamed, engine's figure", "stream_server_tok_s"),
+            ("not streamed, engine's figure", "plain_tok_s"),
+        ):
+            if f.get(key):
+                print(f"{label:<32}{f[key]['median']:.1f} tok/s")
+        print(f.get("verdict", "no verdict: the streamed or the plain requests gave no figure"))
+        _footer(result)
+        return 2 if f.get("distorted") else 0
+
+    return await with_service(args, body)
+
+
+# -- diagnose -----------------------------------------------------------------------------
+
+
+async def _model_for(
+    session: MeasureSession, args: argparse.Namespace, needed: list[str], reach: float
+) -> tuple[ThroughputModel, str]:
+    facts = await session.facts()
+    store = session.store
+    if store is not None and not args.fresh:
+        run = await store.latest(
+            session.service.profile.name, "context-sweep", flags_hash=facts.flags_hash
+        )
+        if run is not None:
+            full = await store.run(run.id)
+            try:
+                model = fit(full.requests)
+                if all(t in model.commit for t in needed):
+                    return model, f"sweep run {run.id}"
+            except FitError:
+                pass
+    limit = facts.context_limit or 2048
+    output = 64
+    top = int(min(limit - output, max(reach * 1.1, 512)))
+    contexts = sorted({64, max(65, top // 3), max(66, 2 * top // 3), top})
+    err(f"  no stored sweep for these flags; sweeping contexts {contexts} on {', '.join(needed)}")
+    result = await methods.context_sweep(
+        session, contexts=contexts, output_tokens=output, text_types=needed, repeat=2
+    )
+    if result.model is None:
+        raise FitError(result.figures.get("fit_error", "The sweep could not be fitted."))
+    return result.model, f"new sweep run {result.run_id}"
+
+
+async def cmd_diagnose(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        live: dict[str, Any] | None = None
+        if args.observed is None:
+            live = await _live_minute(session, args)
+        context = args.context if args.context is not None else live and live["context"]
+        if context is None:
+            raise MeasureError("Pass --context (the context the figure was observed at).")
+        text = args.text or (live and live.get("text")) or "prose"
+        needed = sorted({text, args.baseline_text or text})
+        reach = max(context, args.baseline_context or 0)
+        model, source = await _model_for(session, args, needed, reach)
+        if live is not None and args.text is None:
+            text = _closest_type(model, live["commit"], live["context"])
+        verdict = explain(
+            model,
+            observed=args.observed if args.observed is not None else live["tok_s"],
+            context=context,
+            text_type=text,
+            baseline=args.baseline,
+            baseline_context=args.baseline_context,
+            baseline_text=args.baseline_text,
+            observed_commit=live and live["commit"],
+            observed_step=live and live["step"],
+        )
+        if args.json:
+            out = {"verdict": verdict.as_dict(), "model": model.as_dict(), "model_from": source}
+            if live is not None:
+                out["live"] = live
+            print(json.dumps(out, indent=2))
+            return 0
+        if live is not None:
+            print(
+                f"live series, last minute ({live['n']} samples from {live['sources']}): "
+                f"{live['tok_s']:.1f} tok/s at context {live['context']:.0f}, commit "
+                f"{live['commit']:.2f}, step {live['step'] * 1000:.2f} ms; text resembles {text}"
+            )
+        print(verdict.text())
+        print(f"(model from {source})")
+        return 0
+
+    return await with_service(args, body)
+
+
+def _closest_type(model: ThroughputModel, commit: float, context: float) -> str:
+    return min(model.commit, key=lambda k: abs(model.commit_at(k, context) - commit))
+
+
+async def _live_minute(session: MeasureSession, args: argparse.Namespace) -> dict[str, Any]:
+    host = session.service.profile.name
+    samples = []
+    if session.store is not None:
+        samples = await session.store.live_since(host, time.time() - args.window)
+    usable = [s for s in samples if s.tok_s and s.commit_len and s.step_time_s and s.context_tokens]
+    if not usable:
+        raise MeasureError(
+            f"No live samples for {host} in the last {args.window:.0f} s; run `specconsole "
+            f"watch {host}` while it serves traffic, or pass --observed."
+        )
+
+    def med(values: list[float]) -> float:
+        result = spread(values)
+        return result.median if result else 0.0
+
+    return {
+        "n": len(usable),
+        "sources": ",".join(sorted({s.source for s in usable})),
+        "tok_s": med([s.tok_s for s in usable if s.tok_s]),
+        "commit": med([s.commit_len for s in usable if s.commit_len]),
+        "step": med([s.step_time_s for s in usable if s.step_time_s]),
+        "context": med([float(s.context_tokens) for s in usable if s.context_tokens]),
+    }
+
+
+# -- baseline before/after (`set --baseline`) ---------------------------------------------
+
+BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3}
+
+
+def baseline_session(service: EngineService) -> MeasureSession:
+    return MeasureSession(service, store=RunStore.default(), on_note=lambda t: err(f"  {t}"))
+
+
+async def run_baseline(session: MeasureSession) -> MethodResult:
+    """A short fixed baseline: the same points before and after a change."""
+    return await methods.context_sweep(
+        session, contexts=[BASELINE["context"]], output_tokens=BASELINE["max_tokens"],
+        text_types=BASELINE["text_types"], repeat=BASELINE["repeat"],
+    )  # fmt: skip
+
+
+def baseline_comparison(before: MethodResult, after: MethodResult) -> list[dict[str, Any]]:
+    rows = []
+    after_by = {(p.text_type, p.context): p for p in after.points}
+    for b in before.points:
+        a = after_by.get((b.text_type, b.context))
+        if a is None:
+            continue
+        row: dict[str, Any] = {"text_type": b.text_type, "context": b.context}
+        for name, attr in (
+            ("decode_tok_s", "tok_s"),
+            ("commit_len", "commit"),
+            ("step_time_s", "step_s"),
+        ):
+            bv, av = getattr(b, attr), getattr(a, attr)
+            row[name] = {
+                "before": bv.median if bv else None,
+                "after": av.median if av else None,
+                "change": (av.median / bv.median - 1) if av and bv and bv.median else None,
+            }
+        c, s = row["commit_len"]["change"], row["step_time_s"]["change"]
+        moved = []
+        if c is not None and abs(c) > 0.05:
+            moved.append(f"commit {c:+.0%}")
+        if s is not None and abs(s) > 0.05:
+            moved.append(f"step time {s:+.0%}")
+        row["moved"] = ", ".join(moved) or "neither factor moved more than 5%"
+        rows.append(row)
+    return rows
+
+
+def print_baseline(rows: list[dict[str, Any]]) -> None:
+    print(f"{'text':<8}{'':>2}{'tok/s before':>13}{'after':>9}{'':>8}{'commit':>8}{'after':>7}"
+          f"{'step ms':>9}{'after':>7}  which factor moved")  # fmt: skip
+    for r in rows:
+        t, c, s = r["decode_tok_s"], r["commit_len"], r["step_time_s"]
+
+        def n(v: float | None, fmt: str, scale: float = 1.0) -> str:
+            return "-" if v is None else fmt.format(v * scale)
+
+        print(
+            f"{r['text_type']:<8}{'':>2}{n(t['before'], '{:.1f}'):>13}{n(t['after'], '{:.1f}'):>9}"
+            f"{n(t['change'], '{:+.0%}'):>8}{n(c['before'], '{:.2f}'):>8}{n(c['after'], '{:.2f}'):>7}"
+            f"{n(s['before'], '{:.2f}', 1000):>9}{n(s['after'], '{:.2f}', 1000):>7}  {r['moved']}"
+        )
+
+
+# -- bench fidelity -----------------------------------------------------------------------
+
+
+async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        if service.profile.engine != "builtin":
+            raise ConsoleError(
+                "bench fidelity needs per-round timing from the engine, which only the builtin "
+                "engine reports; run it against a builtin host."
+            )
+        session = _session(service, args)
+        result = await methods.probe(
+            session, text_type=args.text_type, context=args.context, max_tokens=args.max_tokens,
+            repeat=args.requests,
+        )  # fmt: skip
+        ratios = []
+        for s in result.samples:
+            if s.ok and s.rounds and s.decode_tok_s:
+                engine_rate = (s.completion_tokens - 1) / sum(r[1] for r in s.rounds)
+                ratios.append(s.decode_tok_s / engine_rate)
+        fidelity = spread(ratios)
+        out: dict[str, Any] = {
+            "requests": len(result.samples),
+            "fidelity_ratio": fidelity.as_dict() if fidelity else None,
+            "what": "console decode tok/s / engine per-round tok/s ((N-1) / sum of round step times)",
+        }
+        if args.watch_overhead:
+            out["watch_overhead"] = await _watch_overhead(session, args)
+        if args.json:
+            print(json.dumps(out, indent=2))
+            return 0
+        if fidelity:
+            print(
+                f"fidelity: console / engine per-round decode tok/s = {fidelity.median:.4f} "
+                f"(median of {fidelity.n}; range {fidelity.low:.4f}-{fidelity.high:.4f})"
+            )
+        w = out.get("watch_overhead")
+        if w:
+            print(
+                f"watch overhead: tok/s with watch running / without = {w['ratio']:.4f} "
+                f"(medians of {w['n']} requests each, interleaved blocks; scrape every "
+                f"{w['scrape_interval']} s and the log followed)"
+            )
+        return 0
+
+    return await with_service(args, body)
+
+
+async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> dict[str, Any]:
+    from console.measure.live import LiveSeries
+
+    plain: list[float] = []
+    watched: list[float] = []
+    for _block in range(args.blocks):
+        for with_watch in (False, True):
+            task = None
+            if with_watch:
+                series = LiveSeries(session.service, scrape_interval=args.scrape_interval)
+                task = asyncio.create_task(series.run())
+                await asyncio.sleep(0.5)
+            try:
+                r = await methods.probe(
+                    session, text_type=args.text_type, context=args.context,
+                    max_tokens=args.max_tokens, repeat=args.requests,
+                )  # fmt: skip
+            finally:
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            (watched if with_watch else plain).extend(
+                s.decode_tok_s for s in r.samples if s.ok and s.decode_tok_s
+            )
+    a, b = spread(watched), spread(plain)
+    return {
+        "ratio": (a.median / b.median) if a and b else None,
+        "n": min(len(watched), len(plain)),
+        "scrape_interval": args.scrape_interval,
+        "with_watch": a.as_dict() if a else None,
+        "without": b.as_dict() if b else None,
+    }
+
+
+# -- parser -------------------------------------------------------------------------------
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add this area's subcommands to the `specconsole` parser."""
+    """Add the measurement commands to the `specconsole` parser."""
+
+    def common(p: argparse.ArgumentParser, *, repeat: int) -> None:
+        p.add_argument(
+            "--repeat", type=int, default=repeat, help="repeats per point (median + spread)"
+        )
+        p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
+        p.add_argument("--no-store", action="store_true", help="do not record the run in history")
+        p.add_argument("--json", action="store_true", help="machine-readable output only")
+
+    p = host_command("prompt", "Fire one test prompt and show its figures and provenance.")
+    p.add_argument(
+        "text", nargs="?", help="the prompt; without it, --context tokens of --text-type"
+    )
+    p.add_argument(
+        "--text-type", default="code", help="library text type (code, prose, repetitive)"
+    )
+    p.add_argument("--context", type=int, help="prompt length in tokens (library text)")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--ignore-eos", action="store_true", help="always produce --max-tokens tokens")
+    p.add_argument("--stream", action="store_true", help="stream the response (client timing too)")
+    common(p, repeat=1)
+    p.set_defaults(func=cmd_prompt)
+
+    p = host_command("sweep", "Context sweep (fixed output) or output sweep (fixed context).")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--contexts", type=_ints, help="prompt lengths in tokens, e.g. 64,1k,3k,5k")
+    which.add_argument("--outputs", type=_ints, help="output lengths, e.g. 64,256,1024")
+    p.add_argument(
+        "--output", type=int, default=128, help="output tokens per request (context sweep)"
+    )
+    p.add_argument("--context", type=int, help="prompt length for an output sweep (default 256)")
+    p.add_argument("--text", type=_names, help="text types, e.g. code,prose (default code)")
+    p.add_argument("--stream", action="store_true")
+    common(p, repeat=1)
+    p.set_defaults(func=cmd_sweep)
+
+    p = host_command("twopoint", "Decode rate as (N2-N1)/(T(N2)-T(N1)): prefill and RTT cancel.")
+    p.add_argument("--n1", type=int, default=32)
+    p.add_argument("--n2", type=int, default=160)
+    p.add_argument("--context", type=int, default=256)
+    p.add_argument("--text-type", default="code")
+    common(p, repeat=3)
+    p.set_defaults(func=cmd_twopoint)
+
+    p = host_command("streamcheck", "Does streaming over this link distort decode figures?")
+    p.add_argument("--context", type=int, default=256)
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--text-type", default="code")
+    common(p, repeat=3)
+    p.set_defaults(func=cmd_streamcheck)
+
+    p = host_command("diagnose", "Explain a tok/s figure as context growth x text acceptance.")
+    p.add_argument("--observed", type=float, help="the tok/s to explain (default: live series)")
+    p.add_argument("--context", type=float, help="context (tokens) it was observed at")
+    p.add_argument("--text", help="text type it was observed on (default prose, or inferred)")
+    p.add_argument("--baseline", type=float, help="the earlier tok/s it is compared with")
+    p.add_argument(
+        "--baseline-context", type=float, help="context of the baseline (default: shortest swept)"
+    )
+    p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
+    p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
+    p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
+    common(p, repeat=2)
+    p.set_defaults(func=cmd_diagnose)
+
+    bench = bench_parser(sub)
+    p = bench.add_parser(
+        "fidelity", help="Console decode tok/s against the engine's own per-round timing."
+    )
+    p.add_argument("host")
+    p.add_argument("--accept-new-host-key", action="store_true")
+    p.add_argument("--requests", type=int, default=10)
+    p.add_argument("--context", type=int, default=256)
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--text-type", default="code")
+    p.add_argument("--watch-overhead", action="store_true", help="also measure watch's overhead")
+    p.add_argument("--blocks", type=int, default=3, help="interleaved with/without-watch blocks")
+    p.add_argument("--scrape-interval", type=float, default=2.0)
+    p.add_argument("--no-store", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_fidelity)

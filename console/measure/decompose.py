@@ -187,14 +187,10 @@ def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
             f"step time is not linear in context here (a point is {step.max_rel_residual:.0%} "
             "off the line): predictions are rough"
         )
-    commit: dict[str, Line] = {}
+    commit: dict[str, Curve] = {}
     for kind in sorted({s.text_type for s in ok}):
-        pts = [
-            (float(s.decode_context or 0), float(s.commit_len or 0))
-            for s in ok
-            if s.text_type == kind
-        ]
-        commit[kind] = fit_line(pts)
+        pts = [(x(s), float(s.commit_len or 0)) for s in ok if s.text_type == kind]
+        commit[kind] = Curve(tuple(_medians(pts)))
     return ThroughputModel(
         step=step,
         commit=commit,

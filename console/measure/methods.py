@@ -217,17 +217,32 @@ async def two_point(
     return _result("twopoint", record, figures)
 
 
-def _two_point_figures(rates: list[float], longs: list[RequestSample]) -> dict[str, Any]:
-    two = spread(rates)
-    server = spread(
-        s.decode_tok_s for s in longs if s.decode_source in ("server", "server-metrics")
+def _two_point_figures(samples: list[RequestSample], n1: int, n2: int) -> dict[str, Any]:
+    """Client: (N2-N1) / (median T(N2) - median T(N1)) over whole-request wall times.
+    Server: the same difference over the engine's own decode times, so both figures
+    cover the same tokens (the engine's first rounds are slower than its later ones, so a
+    whole-request server rate is not the same quantity)."""
+    short = [s for s in samples if s.max_tokens == n1 and s.ok]
+    long = [s for s in samples if s.max_tokens == n2 and s.ok]
+    figures: dict[str, Any] = {"n1": n1, "n2": n2, "pairs": min(len(short), len(long))}
+    if not short or not long:
+        figures["error"] = "no unflagged pair of requests"
+        return figures
+    dt = statistics.median(s.latency_s for s in long) - statistics.median(
+        s.latency_s for s in short
     )
-    figures: dict[str, Any] = {
-        "twopoint_tok_s": two.as_dict() if two else None,
-        "server_tok_s": server.as_dict() if server else None,
-    }
-    if two and server:
-        figures["agreement"] = two.median / server.median - 1
+    figures["twopoint_tok_s"] = (n2 - n1) / dt if dt > 0 else None
+    server_short = [
+        s.decode_time_s for s in short if s.decode_source == "server" and s.decode_time_s
+    ]
+    server_long = [s.decode_time_s for s in long if s.decode_source == "server" and s.decode_time_s]
+    if server_short and server_long:
+        sdt = statistics.median(server_long) - statistics.median(server_short)
+        figures["server_tok_s"] = (n2 - n1) / sdt if sdt > 0 else None
+    whole = spread(s.decode_tok_s for s in long)
+    figures["whole_request_tok_s"] = whole.as_dict() if whole else None
+    if figures.get("twopoint_tok_s") and figures.get("server_tok_s"):
+        figures["agreement"] = figures["twopoint_tok_s"] / figures["server_tok_s"] - 1
     return figures
 
 

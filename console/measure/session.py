@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from console.errors import ConsoleError
+from console.errors import ConsoleError, TransportError
 from console.measure.model import RequestSample, RunInfo, RunStatus, flags_hash
 from console.measure.prompts import PromptLibrary, window
 from console.measure.requests import NATIVE_ENGINES, RequestSpec, measure_request
-from console.service.engine_client import EngineRequestError, EngineUnreachable
+from console.service.engine_client import EngineRequestError
 
 if TYPE_CHECKING:
     from console.service import EngineService
@@ -185,7 +185,7 @@ class MeasureSession:
                     client, self.engine, spec, flags_hash=facts.flags_hash, model=facts.model
                 )
                 break
-            except EngineUnreachable as exc:
+            except TransportError as exc:  # the engine's port or the link to the host
                 attempt += 1
                 if loop.time() + delay > deadline:
                     raise MeasureError(
