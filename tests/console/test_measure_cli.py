@@ -1,0 +1,210 @@
+"""Measurement end to end: the CLI on the real engine (JSON out, history kept, bad input
+one sentence), a sweep interrupted with Ctrl-C keeps its samples, and a sweep through a
+real sshd that is killed and started again mid-run carries on without losing a sample."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
+from console.measure import methods
+from console.measure.session import MeasureSession
+from console.service import EngineService
+from console.store import RunStore
+from console.transport import open_transport
+from tests.console.sshd import SSHD, free_port
+from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
+
+pytest.importorskip("engine.server", reason="engine server not available")
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+FLAGS = {"skip-server-warmup": True}
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    data = tmp_path / "data"
+    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
+    return data
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
+    )  # fmt: skip
+
+
+def _profile(name: str, tmp_path: Path, ssh: SSHProfile | None = None) -> HostProfile:
+    profile = HostProfile(
+        name=name, engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
+        port=free_port(), flags=dict(FLAGS), state_dir=str(tmp_path / "state"),
+    )  # fmt: skip
+    save_profile(profile)
+    return profile
+
+
+@pytest.fixture
+def local_host(tmp_path: Path) -> Iterator[str]:
+    _profile("mlocal", tmp_path)
+    try:
+        yield "mlocal"
+    finally:
+        _cli("stop", "mlocal", timeout=60)
+
+
+def test_measurement_commands_on_a_stopped_engine_are_one_sentence(local_host: str) -> None:
+    out = _cli("prompt", local_host, "hello")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "not ready" in out.stderr
+    assert f"specconsole start {local_host} --wait" in out.stderr
+
+
+def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> None:
+    assert _cli("start", local_host, "--wait").returncode == 0
+    out = _cli("sweep", local_host, "--contexts", "64,512", "--output", "32", "--text",
+               "code,prose", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)  # --json: nothing but the JSON on stdout
+    assert data["status"] == "complete" and len(data["samples"]) == 4
+    assert {(p["text_type"], p["context"]) for p in data["points"]} == {
+        ("code", 64),
+        ("code", 512),
+        ("prose", 64),
+        ("prose", 512),
+    }
+    assert data["model"]["step_time_s"]["n"] == 2
+    history = json.loads(_cli("history", "list", "--json").stdout)
+    assert history[0]["id"] == data["run_id"] and history[0]["status"] == "complete"
+    # refused before anything is sent: one sentence, nothing stored
+    out = _cli("sweep", local_host, "--contexts", "4k", "--output", "32")
+    assert out.returncode == 1 and "context length 2048" in out.stderr
+    assert out.stderr.count("\n") == 1
+    out = _cli("sweep", local_host, "--contexts", "64", "--text", "poetry")
+    assert out.returncode == 1 and "no text type 'poetry'" in out.stderr
+    assert len(json.loads(_cli("history", "list", "--json").stdout)) == 1
+    # the human form shows the figures with their spread and the fitted model
+    out = _cli("prompt", local_host, "--context", "64", "--max-tokens", "16", "--ignore-eos")
+    assert out.returncode == 0, out.stderr
+    assert "decode " in out.stdout and "(server, not streamed)" in out.stdout
+
+
+def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT id, status FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        (n,) = conn.execute(
+            "SELECT COUNT(*) FROM request_samples WHERE run_id = ?", (row[0],)
+        ).fetchone()
+    return row[0], row[1], n
+
+
+def test_ctrl_c_mid_sweep_keeps_every_sample_and_marks_the_run_incomplete(
+    local_host: str, _data_dir: Path
+) -> None:
+    assert _cli("start", local_host, "--wait").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "sweep", local_host, "--contexts", "64,128,256",
+         "--output", "32", "--repeat", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    db = _data_dir / "history.sqlite"
+    deadline = time.monotonic() + 120
+    seen = None
+    while time.monotonic() < deadline:
+        seen = _samples_of_latest_run(db)
+        if seen and seen[2] >= 3:
+            break
+        time.sleep(0.2)
+    assert seen and seen[2] >= 3, seen
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run_id, status, count = _samples_of_latest_run(db)
+    assert run_id == seen[0] and status == "incomplete" and count >= seen[2]
+
+
+# -- through a real sshd that goes away -----------------------------------------------------
+
+
+@pytest.fixture
+def restartable_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableSSHD]:
+    if not os.path.exists(SSHD):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
+        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
+    with run_restartable_sshd(tmp_path_factory.mktemp("sshd_sweep")) as server:
+        yield server
+
+
+@pytest_asyncio.fixture
+async def ssh_service(
+    restartable_sshd: RestartableSSHD, tmp_path: Path
+) -> AsyncIterator[EngineService]:
+    server = restartable_sshd.server
+    known = tmp_path / "known_hosts"
+    known.write_text(server.known_hosts_line())
+    ssh = SSHProfile(
+        destination="testhost", config=[str(server.ssh_config)], known_hosts=[str(known)],
+        identity_file=[str(server.client_key)], use_agent=False,
+    )  # fmt: skip
+    profile = _profile("msweep-ssh", tmp_path, ssh)
+    transport = open_transport(profile)
+    svc = EngineService(profile, transport)
+    try:
+        yield svc
+    finally:
+        restartable_sshd.start()
+        await svc.stop(timeout=10)
+        await svc.close()
+        await transport.close()
+
+
+async def test_sweep_through_ssh_survives_sshd_restart(
+    ssh_service: EngineService, restartable_sshd: RestartableSSHD, tmp_path: Path
+) -> None:
+    event = await ssh_service.start(wait=True, timeout=180)
+    assert event.state == "ready", event.describe()
+    notes: list[str] = []
+    store = RunStore(tmp_path / "h.sqlite")
+    session = MeasureSession(ssh_service, store=store, on_note=notes.append)
+    contexts, repeat = [64, 256], 8
+    sweep = asyncio.create_task(
+        methods.context_sweep(session, contexts=contexts, output_tokens=48, repeat=repeat)
+    )
+    taken: list[int] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        runs = await store.runs()
+        if runs and (await store.run(runs[0].id)).request_count >= 3:
+            taken.append((await store.run(runs[0].id)).request_count)
+            break
+        await asyncio.sleep(0.1)
+    assert taken, "the sweep took no samples through ssh"
+    restartable_sshd.stop()
+    await asyncio.sleep(3)
+    restartable_sshd.start()
+    result = await asyncio.wait_for(sweep, 300)
+    assert result.status == "complete"
+    assert len(result.samples) == len(contexts) * repeat  # nothing lost, nothing skipped
+    assert any(s.retried for s in result.samples), "no request was taken again"
+    assert any("reconnecting" in n for n in notes) and any("reconnected" in n for n in notes)
+    stored = await store.run(result.run_id)
+    assert stored.status == "complete" and len(stored.requests) == len(result.samples)
+    assert all(s.ok for s in result.samples if not s.retried)
