@@ -276,10 +276,9 @@ async def _model_for(
         run = await store.latest(
             session.service.profile.name, "context-sweep", flags_hash=facts.flags_hash
         )
-        if run is not None:
-            full = await store.run(run.id)
+        if run is not None:  # `latest` loads the samples
             try:
-                model = fit(full.requests)
+                model = fit(run.requests)
                 if all(t in model.commit for t in needed):
                     return model, f"sweep run {run.id}"
             except FitError:
