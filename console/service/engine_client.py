@@ -154,6 +154,14 @@ class EngineClient:
     async def close(self) -> None:
         await self.reset()
 
+    async def _after_failure(self) -> None:
+        # A refused connection while the engine starts says nothing about the link: keep
+        # the forward. Only a link the transport reports as gone (sshd restarted, network
+        # down) needs a new forward, which the next call opens after the reconnect.
+        connected = getattr(self.transport, "is_connected", None)
+        if connected is None or not connected():
+            await self.reset()
+
     def _unreachable(self, exc: BaseException) -> EngineUnreachable:
         detail = str(exc) or type(exc).__name__
         return EngineUnreachable(f"Cannot reach {self.where}: {detail.rstrip('.')}.")
@@ -165,7 +173,7 @@ class EngineClient:
             client = await self._http()
             return await client.request(method, path, json=json_body, timeout=timeout)
         except (httpx.TransportError, OSError, TransportError) as exc:
-            await self.reset()
+            await self._after_failure()
             raise self._unreachable(exc) from None
 
     async def _json(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
@@ -257,7 +265,7 @@ class EngineClient:
                     events.append(StreamEvent(time.perf_counter() - t0, data))
             latency = time.perf_counter() - t0
         except (httpx.TransportError, OSError, TransportError) as exc:
-            await self.reset()
+            await self._after_failure()
             raise self._unreachable(exc) from None
         for event in events:
             if "error" in event.data and "choices" not in event.data:

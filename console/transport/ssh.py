@@ -224,6 +224,10 @@ class SSHTransport:
     def _alive(self) -> bool:
         return bool(self._conns) and not any(c.closed for c in self._clients)
 
+    def is_connected(self) -> bool:
+        """Whether the SSH connection is up now (a port forward over it still works)."""
+        return self._alive()
+
     async def connection(self) -> asyncssh.SSHClientConnection:
         """The open connection to the destination, (re)connecting with backoff if needed."""
         async with self._lock:
