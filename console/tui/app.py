@@ -94,6 +94,7 @@ class SpecConsoleApp(App[int]):
         service: EngineService | None = None,
         connector: Connector = default_connector,
         poll: bool = True,
+        live: bool = True,
     ) -> None:
         super().__init__()
         self.settings = settings or load_settings()
@@ -103,6 +104,8 @@ class SpecConsoleApp(App[int]):
         self.transport: Transport | None = None
         self._connector = connector
         self._poll = poll
+        self._live = live
+        self.live_series: Any = None  # the LiveSeries feeding the dashboard, once running
         self._requested_theme = theme
         self._action_worker: Worker | None = None
         self.live_samples: list[LiveSample] = []
@@ -213,6 +216,8 @@ class SpecConsoleApp(App[int]):
         if self._poll:
             self._poll_status()
             self._follow_lifecycle()
+        if self._live:
+            self._run_live()
         self._read_server_info()
 
     # -- background reads -----------------------------------------------------------
@@ -278,6 +283,23 @@ class SpecConsoleApp(App[int]):
                 self.lifecycle = event
 
     # -- live data ------------------------------------------------------------------
+
+    @work(group="live", exclusive=True, exit_on_error=False, description="live series")
+    async def _run_live(self) -> None:
+        from console.tui.live_feed import feed_live
+
+        assert self.service is not None
+        while True:
+            try:
+                await feed_live(self.service, self.ingest_live, self._set_live_series)
+            except ImportError:
+                return  # no live series in this installation: the charts stay empty
+            except Exception as exc:
+                self.log.warning(f"live series stopped: {one_line(exc)}; restarting")
+            await asyncio.sleep(5.0)
+
+    def _set_live_series(self, series: object) -> None:
+        self.live_series = series
 
     def ingest_live(
         self, samples: list[LiveSample] = (), requests: list[RequestSample] = ()
@@ -348,7 +370,9 @@ class SpecConsoleApp(App[int]):
 
     def _settled(self, event: LifecycleEvent) -> None:
         self.lifecycle = event
+        self.server_info = None  # it described the process before this action
         if event.state == "ready":
+            self._read_server_info()
             self.notify(f"{self.host}: ready.")
         elif event.state == "failed":
             self.notify(f"The engine failed: {event.describe()}.", severity="error", timeout=10)

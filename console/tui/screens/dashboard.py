@@ -34,6 +34,18 @@ KEY_FLAGS: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
+REQUEST_COLUMNS = (
+    ("text", 10),
+    ("context", 7),
+    ("tokens", 6),
+    ("tok/s", 7),
+    ("commit", 6),
+    ("step ms", 7),
+    ("TTFT ms", 7),
+    ("measured", 40),
+)
+
+
 def key_flag_rows(
     flags: dict[str, object], roles: dict[str, str], schema, info: dict | None
 ) -> list[tuple[str, str, str]]:
@@ -104,21 +116,26 @@ class DashboardScreen(ViewScreen):
                 yield DataTable(id="flags-table", show_cursor=False)
         hz = self.app.settings.chart_hz
         with Horizontal(id="dash-charts"):
-            yield Chart("decode tok/s", x_label="s", hz=hz, id="chart-tok")
-            yield Chart("commit length", x_label="s", hz=hz, id="chart-commit")
-            yield Chart("step time (ms)", x_label="s", hz=hz, id="chart-step")
+            yield Chart("decode tok/s", x_label="s before the latest sample", hz=hz, id="chart-tok")
+            yield Chart(
+                "commit length", x_label="s before the latest sample", hz=hz, id="chart-commit"
+            )
+            yield Chart(
+                "step time (ms)", x_label="s before the latest sample", hz=hz, id="chart-step"
+            )
         yield DataTable(id="requests", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#dash-flags").border_title = "key flags"
         self.query_one("#dash-state").border_title = "service"
         flags = self.query_one("#flags-table", DataTable)
-        flags.add_columns("flag", "value", "from")
+        flags.add_column("flag", width=22)
+        flags.add_column("value", width=36)
+        flags.add_column("from", width=13)
         requests = self.query_one("#requests", DataTable)
         requests.border_title = "last requests"
-        requests.add_columns(
-            "text", "context", "tokens", "tok/s", "commit", "step ms", "TTFT ms", "measured"
-        )
+        for label, width in REQUEST_COLUMNS:
+            requests.add_column(label, width=width)
         for name in ("status", "lifecycle", "running"):
             self.watch(self.app, name, lambda _=None: self._show_state(), init=False)
         self.watch(self.app, "server_info", lambda _=None: self._load_flags(), init=False)

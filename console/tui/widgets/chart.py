@@ -8,6 +8,7 @@ drawing library means changing that module only.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from rich.color import Color
@@ -41,6 +42,7 @@ class Chart(Widget):
         self._hz = hz
         self._series: tuple[ChartSeries, ...] = ()
         self._dirty = False
+        self._last_draw = 0.0
         self._cache: tuple[tuple, Text] | None = None
 
     def on_mount(self) -> None:
@@ -48,16 +50,21 @@ class Chart(Widget):
         self.watch(self.app, "theme", lambda _: self._invalidate(), init=False)
 
     def set_series(self, series: Sequence[ChartSeries]) -> None:
-        """Replace the lines; the picture follows at the next redraw tick."""
+        """Replace the lines. Drawn now if the last draw is old enough, else at the next
+        tick (leading and trailing edge), so a burst costs at most `hz` draws a second."""
         self._series = tuple(series)
-        self._dirty = True
+        if time.monotonic() - self._last_draw >= 1.0 / self._hz:
+            self._invalidate()
+        else:
+            self._dirty = True
 
     def _flush(self) -> None:
         if self._dirty:
-            self._dirty = False
             self._invalidate()
 
     def _invalidate(self) -> None:
+        self._dirty = False
+        self._last_draw = time.monotonic()
         self._cache = None
         self.refresh()
 
