@@ -1,11 +1,157 @@
-"""`specconsole` commands for this area (being built)."""
+"""`specconsole watch HOST`: the live series on a terminal or in a pipe.
+
+The headless twin of the dashboard's live charts, for a second terminal next to a test
+run or for `--json | jq` into a file. It prints each sample as it is taken and keeps
+going across link drops (the reconnect lines go to stderr, so `--json` stays one JSON
+object per line), because an operator watching a flaky link wants to see the gap and the
+recovery, not a dead command.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
 
-from console.commands.base import HostCommand
+from console.commands.base import HostCommand, err, with_service
+from console.errors import ConsoleError
+from console.measure.live import LiveSeries, StreamName, is_link_sample
+from console.measure.model import LiveSample
+from console.service import EngineService
+
+SOURCES: tuple[StreamName, ...] = ("log", "metrics")
+
+
+def _sources(text: str) -> list[StreamName]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [n for n in names if n not in SOURCES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of {', '.join(SOURCES)}"
+        )
+    return [n for n in SOURCES if n in names]  # type: ignore[misc]
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def format_sample(sample: LiveSample) -> str:
+    """One human line: time, source, tok/s, commit, step ms, context, queue."""
+
+    def num(value: float | None, fmt: str) -> str:
+        return "-" if value is None else format(value, fmt)
+
+    clock = time.strftime("%H:%M:%S", time.localtime(sample.t))
+    line = (
+        f"{clock}.{int(sample.t * 10) % 10}  {sample.source:<8}"
+        f" {num(sample.tok_s, '8.1f'):>8} tok/s"
+        f"  commit {num(sample.commit_len, '5.2f'):>5}"
+        f"  step {num(None if sample.step_time_s is None else sample.step_time_s * 1000, '7.2f'):>7} ms"
+        f"  ctx {num(sample.context_tokens, 'd'):>6}"
+        f"  queue {num(sample.queue, 'd'):>2}"
+    )
+    if sample.running is not None:
+        line += f"  running {sample.running}"
+    if sample.note:
+        line += f"  ({sample.note})"
+    return line
+
+
+def _has_figures(sample: LiveSample) -> bool:
+    return any(
+        v is not None
+        for v in (sample.tok_s, sample.commit_len, sample.step_time_s, sample.context_tokens)
+    )
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    host = args.host
+
+    def show(sample: LiveSample) -> None:
+        if is_link_sample(sample):
+            text = sample.note
+            if text.startswith("link down"):
+                text = f"link to {host} lost ({text.partition(': ')[2] or 'no reason given'})"
+                text += "; reconnecting"
+            err(f"-- {text} --")
+        elif not _has_figures(sample):
+            err(f"-- {host}: {sample.note} --")  # e.g. "no /metrics": not a sample row
+        elif args.json:
+            print(json.dumps(sample.as_dict()), flush=True)
+        else:
+            print(format_sample(sample), flush=True)
+
+    async def body(service: EngineService) -> int:
+        status = await service.status()
+        if status.state in ("stopped", "failed"):
+            raise ConsoleError(
+                f"The engine on {host} is {status.state}; start it with "
+                f"`specconsole start {host}` and watch again."
+            )
+        series = LiveSeries(service, scrape_interval=args.interval, sources=args.source)
+        async with series.subscribe() as sub:
+            runner = asyncio.create_task(series.run(), name="watch-series")
+
+            async def printer() -> None:
+                async for sample in sub:
+                    show(sample)
+
+            printing = asyncio.create_task(printer(), name="watch-print")
+            try:
+                done, _ = await asyncio.wait(
+                    {runner, printing},
+                    timeout=args.duration,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                printing.cancel()
+                runner.cancel()
+                for task in (printing, runner):
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                # Samples taken but not printed yet still come out.
+                for sample in sub.pending():
+                    show(sample)
+            for task in done:
+                task.result()  # a bug in the series: let it surface
+        sys.stdout.flush()
+        return 0
+
+    return await with_service(args, body)
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add this area's subcommands to the `specconsole` parser."""
+    """Add `watch` to the `specconsole` parser."""
+    p = host_command(
+        "watch",
+        "Print the live decode series (engine log lines and /metrics) until Ctrl-C.",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per sample and line")
+    p.add_argument(
+        "--interval",
+        type=_positive,
+        default=2.0,
+        metavar="S",
+        help="seconds between /metrics scrapes (default 2)",
+    )
+    p.add_argument(
+        "--duration", type=_positive, default=None, metavar="S", help="stop after S seconds"
+    )
+    p.add_argument(
+        "--source",
+        type=_sources,
+        default=list(SOURCES),
+        metavar="log,metrics",
+        help="which sources to follow (default both)",
+    )
+    p.set_defaults(func=cmd_watch)

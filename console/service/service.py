@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from console.backends import Backend, DiscoveredSchema, get_backend
@@ -420,8 +420,33 @@ class EngineService:
     # -- logs -----------------------------------------------------------------------
 
     async def logs(
-        self, *, follow: bool = False, lines: int = 200, grep: str | None = None
+        self,
+        *,
+        follow: bool = False,
+        lines: int = 200,
+        grep: str | None = None,
+        on_link: Callable[[bool, str], None] | None = None,
     ) -> AsyncIterator[str]:
+        """The last `lines` log lines; with `follow`, then every new line until cancelled.
+
+        A followed log outlives the link. When the stream drops (any `TransportError`:
+        sshd restarted, the network gone) it probes the host with backoff (0.5 s, doubling
+        to 10 s) and resumes from a backlog of the log's last lines, skipping everything up
+        to the last line it had already seen, so no line comes twice. If that line is no
+        longer in the backlog (a long outage, or the engine restarted and rotated its log)
+        the backlog is all new, and if it was full a marker says lines may be missing.
+
+        Link changes go to `on_link(up, text)` when given; otherwise they are yielded as
+        marker lines, whatever `grep` says: `-- link to gpu1 lost; reconnecting (attempt 2,
+        next in 1 s) --` before each attempt, `-- reconnected after 4.2 s --` once back.
+        A host that cannot be reached when following starts raises, as without `follow`.
+        """
+        # Local imports keep this change inside this method (the module is shared).
+        import time
+        from collections import deque
+
+        from console.errors import TransportError
+
         try:
             pattern = re.compile(grep) if grep else None
         except re.error as exc:
@@ -429,15 +454,122 @@ class EngineService:
                 f"--grep {grep!r} is not a valid regular expression: {exc}."
             ) from None
         supervisor = await self.supervisor()
-        source = supervisor.follow_logs(backlog=lines) if follow else None
-        if source is None:
+        if not follow:
             for line in await supervisor.log_tail(lines):
                 if pattern is None or pattern.search(line):
                     yield line
             return
-        async for line in source:
-            if pattern is None or pattern.search(line):
-                yield line
+
+        resume_backlog = max(lines, 1000)
+        quiet_s = 1.0  # a backlog arrives at once; this long without a line means it is done
+        resync_max_s = 5.0
+        host = self.profile.name
+        seen: deque[str] = deque(maxlen=8)  # last raw lines (before grep): where to resume
+        markers: list[str] = []
+
+        def report(up: bool, text: str) -> None:
+            if on_link is not None:
+                on_link(up, text)
+            else:
+                markers.append(f"-- {text} --")
+
+        async def pump(backlog: int, queue: asyncio.Queue) -> None:
+            # One follow attempt, fed into a queue so the reader can wait with a timeout
+            # without cancelling (and so breaking) the stream itself.
+            source = supervisor.follow_logs(backlog=backlog)
+            try:
+                async for line in source:
+                    queue.put_nowait(("line", line))
+                queue.put_nowait(("end", None))
+            except Exception as exc:
+                queue.put_nowait(("error", exc))
+            finally:
+                with contextlib.suppress(Exception):
+                    await source.aclose()  # type: ignore[attr-defined]
+
+        await self.transport.run(["true"], timeout=30)  # unreachable now: say so, as today
+        delay = 0.5
+        resuming = False
+        while True:
+            queue: asyncio.Queue = asyncio.Queue()
+            task = asyncio.create_task(pump(resume_backlog if resuming else lines, queue))
+            try:
+                carry = None
+                if resuming:
+                    # Skip the backlog up to the lines seen last. A busy log never goes
+                    # quiet (every /metrics scrape is an access-log line), so the backlog's
+                    # end is where those lines are; without them (a rotated log) it is a
+                    # pause, a full backlog or a few seconds, whichever comes first.
+                    backlog: list[str] = []
+                    anchor = list(seen)
+                    synced = not anchor
+                    deadline = time.monotonic() + resync_max_s
+                    while not synced and len(backlog) < resume_backlog:
+                        wait = min(quiet_s, deadline - time.monotonic())
+                        try:
+                            if wait <= 0:
+                                break
+                            item = await asyncio.wait_for(queue.get(), wait)
+                        except TimeoutError:
+                            break
+                        if item[0] != "line":
+                            carry = item
+                            break
+                        backlog.append(item[1])
+                        if backlog[-len(anchor) :] == anchor:
+                            backlog.clear()  # all printed already
+                            synced = True
+                    if not synced and len(backlog) >= resume_backlog:
+                        report(
+                            True,
+                            f"the last line printed is not in the log's last "
+                            f"{resume_backlog} lines; some lines may be missing",
+                        )
+                    while markers:
+                        yield markers.pop(0)
+                    for line in backlog:
+                        seen.append(line)
+                        if pattern is None or pattern.search(line):
+                            yield line
+                while True:
+                    kind, value = carry if carry is not None else await queue.get()
+                    carry = None
+                    if kind == "end":
+                        return
+                    if kind == "error":
+                        if not isinstance(value, TransportError):
+                            raise value
+                        break
+                    seen.append(value)
+                    if pattern is None or pattern.search(value):
+                        yield value
+            finally:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            # The link dropped: probe until the host answers, then resume.
+            down_since = time.monotonic()
+            attempt = 0
+            while True:
+                attempt += 1
+                report(
+                    False,
+                    f"link to {host} lost; reconnecting (attempt {attempt}, next in {delay:g} s)",
+                )
+                while markers:
+                    yield markers.pop(0)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                try:
+                    await self.transport.run(["true"], timeout=30)
+                except TransportError:
+                    continue
+                break
+            delay = 0.5
+            report(True, f"reconnected after {time.monotonic() - down_since:.1f} s")
+            while markers:
+                yield markers.pop(0)
+            resuming = True
 
     async def server_info(self) -> dict | None:
         return await (await self.client()).server_info()
