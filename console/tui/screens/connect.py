@@ -21,6 +21,7 @@ class ConnectScreen(Screen):
         self._picker_shown = False
         self._want_picker = False
         self._message = ""
+        self._mounted = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="connect"):
@@ -33,6 +34,7 @@ class ConnectScreen(Screen):
 
     def on_mount(self) -> None:
         app = self.app
+        self._mounted = True
         if self._message:
             self.show_message(self._message)
         if app.host and not app.connect_problem and not self._want_picker:
@@ -41,22 +43,26 @@ class ConnectScreen(Screen):
             self.query_one("#picker-label").display = False
             self.query_one("#typed").display = False
         else:
-            self.show_picker()
+            self._fill_picker()
 
     def show_message(self, text: str) -> None:
         self._message = text
-        if self.is_mounted:
+        if self._mounted:
             self.query_one("#connect-message", Static).update(text)
 
     def show_picker(self) -> None:
         self._want_picker = True
-        if not self.is_mounted:
-            return
+        if self._mounted:
+            self._fill_picker()
+
+    def _fill_picker(self) -> None:
         picker = self.query_one("#picker", OptionList)
         if not self._picker_shown:
             for target, description in connect_targets():
                 picker.add_option(Option(f"{target}  —  {description}", id=target))
             self._picker_shown = True
+            if picker.option_count:
+                picker.highlighted = 0
         for node in ("#picker", "#picker-label", "#typed"):
             self.query_one(node).display = True
         picker.focus()

@@ -180,7 +180,7 @@ class FlagsScreen(ViewScreen):
         try:
             plan = await self.app.service.plan(changes)
         except ConsoleError as exc:
-            box.add_class("-invalid")
+            box.add_class("bad-value")
             check.update(Text(f"✗ {exc}", style=self.app.theme_variables.get("error", "red")))
             return
         except Exception as exc:
@@ -188,7 +188,7 @@ class FlagsScreen(ViewScreen):
 
             check.update(Text(f"✗ {one_line(exc)}"))
             return
-        box.remove_class("-invalid")
+        box.remove_class("bad-value")
         check.update(Text("✓ valid" + ("" if plan.changed else " (no change)"),
                           style=self.app.theme_variables.get("success", "green")))  # fmt: skip
         if stage is not None:

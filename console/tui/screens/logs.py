@@ -106,10 +106,10 @@ class LogsScreen(ViewScreen):
         try:
             pattern = compile_filter(event.value)
         except re.error as exc:
-            event.input.add_class("-invalid")
+            event.input.add_class("bad-regex")
             self.query_one("#log-state", Static).update(f"bad regex: {exc}")
             return
-        event.input.remove_class("-invalid")
+        event.input.remove_class("bad-regex")
         if event.input.id == "log-filter":
             self.include = pattern
         else:

@@ -90,4 +90,4 @@ def render_lines(
             fig.draw(signal)
         out = fig.build().string()
         fig.clear()
-    return Text.from_ansi(out, no_wrap=True, end="")
+    return Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
