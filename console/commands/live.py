@@ -18,7 +18,7 @@ import time
 
 from console.commands.base import HostCommand, err, with_service
 from console.errors import ConsoleError
-from console.measure.live import LiveSeries, StreamName, is_link_sample
+from console.measure.live import LINK_DOWN, LiveSeries, StreamName, is_link_sample
 from console.measure.model import LiveSample
 from console.service import EngineService
 
@@ -80,9 +80,9 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     def show(sample: LiveSample) -> None:
         if is_link_sample(sample):
             text = sample.note
-            if text.startswith("link down"):
-                text = f"link to {host} lost ({text.partition(': ')[2] or 'no reason given'})"
-                text += "; reconnecting"
+            if text.startswith(LINK_DOWN):
+                why = text.partition(": ")[2]
+                text = f"link to {host} lost; reconnecting" + (f" ({why})" if why else "")
             err(f"-- {text} --")
         elif not _has_figures(sample):
             err(f"-- {host}: {sample.note} --")  # e.g. "no /metrics": not a sample row
@@ -93,10 +93,15 @@ async def cmd_watch(args: argparse.Namespace) -> int:
 
     async def body(service: EngineService) -> int:
         status = await service.status()
-        if status.state in ("stopped", "failed"):
+        if status.state == "stopped":
             raise ConsoleError(
-                f"The engine on {host} is {status.state}; start it with "
-                f"`specconsole start {host}` and watch again."
+                f"The engine on {host} is stopped; start it with `specconsole start {host}` "
+                "and watch again."
+            )
+        if status.state == "failed":
+            raise ConsoleError(
+                f"The engine on {host} has failed ({status.message}); `specconsole status "
+                f"{host}` shows its last log lines."
             )
         series = LiveSeries(service, scrape_interval=args.interval, sources=args.source)
         async with series.subscribe() as sub:
