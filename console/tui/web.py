@@ -221,6 +221,17 @@ body.-first-byte .textual-terminal {{ opacity: 1; }}
 <div class="notice ended">Session ended. Reload the page to start a new one.</div>
 <div id="terminal" class="textual-terminal" data-session-websocket-url="{ws_url}"
      data-font-size="{font_size}"></div>
+<script>
+// Give the terminal keyboard focus once the app has drawn, as a terminal window has:
+// keys then work without a click, and the app knows it has focus (Textual's footer only
+// lists the keys while the app has focus).
+new MutationObserver((changes, observer) => {{
+  if (!document.body.classList.contains("-first-byte")) return;
+  observer.disconnect();
+  const input = document.querySelector(".xterm-helper-textarea");
+  if (input) input.focus();
+}}).observe(document.body, {{attributes: true, attributeFilter: ["class"]}});
+</script>
 </body></html>
 """
 
