@@ -487,7 +487,13 @@ class EngineService:
                 with contextlib.suppress(Exception):
                     await source.aclose()  # type: ignore[attr-defined]
 
-        await self.transport.run(["true"], timeout=30)  # unreachable now: say so, as today
+        if lines <= 0:
+            # No backlog, so nothing may be seen before the link drops; the log's current
+            # last lines are where a resume must start (and reaching the host now raises
+            # here, as without follow).
+            seen.extend(await supervisor.log_tail(seen.maxlen or 8))
+        else:
+            await self.transport.run(["true"], timeout=30)  # unreachable now: say so
         delay = 0.5
         resuming = False
         while True:

@@ -184,3 +184,26 @@ async def test_grep_filters_lines_but_not_markers(
     lines = [x for x in got if not x.startswith("-- ")]
     assert lines == ["keep 1", "keep 2"]
     assert any("reconnecting" in x for x in got) and any("reconnected" in x for x in got)
+
+
+async def test_without_backlog_a_drop_before_any_new_line_resumes_at_the_right_place(
+    service: tuple[EngineService, Path], restartable_sshd: RestartableSSHD
+) -> None:
+    """`lines=0` (what the live series uses): nothing is printed before the drop, so the
+    log's last lines at the start mark where to resume; the old ones are not replayed."""
+    svc, log = service
+    log.write_text("".join(f"old {i}\n" for i in range(50)))
+    follow = Collector(svc, lines=0)
+    await asyncio.sleep(2)  # following, on a quiet log
+    restartable_sshd.stop()
+    await follow.until(lambda: bool(follow.markers))
+    with log.open("a") as fh:
+        fh.write("during 1\nduring 2\n")
+    restartable_sshd.start()
+    await follow.until(lambda: len(follow.text) >= 2)
+    with log.open("a") as fh:
+        fh.write("after 1\n")
+    await follow.until(lambda: len(follow.text) >= 3)
+    await asyncio.sleep(0.5)
+    await follow.stop()
+    assert follow.text == ["during 1", "during 2", "after 1"]
