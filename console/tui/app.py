@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -28,22 +28,27 @@ from textual.worker import Worker, WorkerState
 from console.config import HostProfile
 from console.errors import ConfigError, ConsoleError, TransportError
 from console.measure.model import LiveSample, RequestSample
+from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
 from console.service.service import ApplyResult, FlagPlan, ServiceStatus
+from console.store import RunStore
 from console.transport import HostKeyChanged, HostKeyInfo, Transport, open_transport
 from console.tui import keys
 from console.tui.commands import ConsoleCommands
 from console.tui.screens.connect import ConnectScreen
 from console.tui.screens.dashboard import DashboardScreen
 from console.tui.screens.flags import FlagsScreen
+from console.tui.screens.history import HistoryScreen
 from console.tui.screens.keys import KeysScreen
 from console.tui.screens.logs import LogsScreen
 from console.tui.screens.modals import ConfirmScreen, HostKeyScreen
+from console.tui.screens.prompt_lab import PromptLabScreen
 from console.tui.screens.service import ServiceScreen
+from console.tui.screens.sweeps import SweepsScreen
 from console.tui.settings import TuiSettings, load_settings, save_theme
 from console.tui.themes import load_themes
 
-VIEWS = ("dashboard", "service", "logs", "flags")
+VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 LIVE_KEEP = 2000  # live samples kept for the charts
 REQUESTS_KEEP = 50  # requests kept for the table
 
@@ -75,6 +80,9 @@ class SpecConsoleApp(App[int]):
         "service": ServiceScreen,
         "logs": LogsScreen,
         "flags": FlagsScreen,
+        "prompt": PromptLabScreen,
+        "sweeps": SweepsScreen,
+        "history": HistoryScreen,
     }
 
     status: reactive[ServiceStatus | None] = reactive(None, always_update=True)
@@ -111,6 +119,8 @@ class SpecConsoleApp(App[int]):
         self.live_samples: list[LiveSample] = []
         self.requests: list[RequestSample] = []
         self.connect_problem = ""  # shown on the connect screen
+        self._measure: MeasureSession | None = None
+        self._store: RunStore | None = None
         keymap = keys.check_keymap(dict(self.settings.keys))
         self.set_keymap(keymap)
         self.keymap = keymap
@@ -302,14 +312,39 @@ class SpecConsoleApp(App[int]):
         self.live_series = series
 
     def ingest_live(
-        self, samples: list[LiveSample] = (), requests: list[RequestSample] = ()
-    ) -> None:  # type: ignore[assignment]
+        self, samples: Sequence[LiveSample] = (), requests: Sequence[RequestSample] = ()
+    ) -> None:
         """Add live samples and measured requests (from the live series or a test)."""
         if samples:
             self.live_samples = (self.live_samples + list(samples))[-LIVE_KEEP:]
         if requests:
             self.requests = (self.requests + list(requests))[-REQUESTS_KEEP:]
         self.live_version += 1
+
+    # -- measurement ----------------------------------------------------------------
+
+    def measure_session(self) -> MeasureSession:
+        """The session's one measurement session: runs go to the history store, every
+        measured request to the dashboard's table and the live series."""
+        if self._measure is None:
+            assert self.service is not None
+            self._measure = MeasureSession(
+                self.service,
+                store=self.run_store(),
+                on_sample=self._measured,
+                on_note=lambda text: self.notify(text, severity="warning"),
+            )
+        return self._measure
+
+    def run_store(self) -> RunStore:
+        if self._store is None:
+            self._store = RunStore.default()
+        return self._store
+
+    def _measured(self, sample: RequestSample) -> None:
+        if self.live_series is not None:
+            self.live_series.record_request(sample)  # its sample reaches the charts itself
+        self.ingest_live(requests=[sample])
 
     # -- actions --------------------------------------------------------------------
 
@@ -495,6 +530,9 @@ class SpecConsoleApp(App[int]):
         if self.transport is not None:
             with contextlib.suppress(Exception):
                 await self.transport.close()
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.close()
 
 
 async def run_console(

@@ -41,6 +41,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("service", "s", "app.view('service')", "Service", "app"),
     KeySpec("logs", "l", "app.view('logs')", "Logs", "app"),
     KeySpec("flags", "f", "app.view('flags')", "Flags", "app"),
+    KeySpec("prompt-lab", "p", "app.view('prompt')", "Prompt lab", "app"),
+    KeySpec("sweeps", "w", "app.view('sweeps')", "Sweeps", "app"),
+    KeySpec("history", "h", "app.view('history')", "History", "app"),
     # engine actions
     KeySpec("start", "S", "app.start", "Start engine", "app", show=False),
     KeySpec("restart", "R", "app.restart", "Restart engine", "app", show=False),
@@ -66,6 +69,22 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("flags-discard", "z", "discard", "Discard edits", "flags"),
     KeySpec("flags-all", "A", "toggle_all", "All flags", "flags"),
     KeySpec("flags-back", "escape", "back_to_table", "Back to list", "flags", show=False),
+    # prompt lab
+    KeySpec("prompt-run", "ctrl+r", "run_prompt", "Run prompt", "prompt"),
+    KeySpec("prompt-back", "escape", "leave_field", "Leave field", "prompt", show=False),
+    # sweeps and verdict
+    KeySpec("sweep-run", "ctrl+r", "run_sweep", "Run sweep", "sweeps"),
+    KeySpec("sweep-explain", "ctrl+t", "explain", "Verdict", "sweeps"),
+    KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps"),
+    KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
+    # history
+    KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),
+    KeySpec("history-mark", "space", "mark", "Mark", "history"),
+    KeySpec("history-compare", "c", "compare", "Compare marked", "history"),
+    KeySpec("history-csv", "E", "export('csv')", "Export CSV", "history"),
+    KeySpec("history-json", "J", "export('json')", "Export JSON", "history"),
+    KeySpec("history-reload", "ctrl+r", "reload", "Reload", "history", show=False),
+    KeySpec("history-back", "escape", "leave_field", "Back to list", "history", show=False),
     # modals
     KeySpec("confirm-yes", "y", "answer(True)", "Yes", "confirm"),
     KeySpec("confirm-no", "n,escape", "answer(False)", "No", "confirm"),

@@ -1,0 +1,245 @@
+"""`h`: the stored runs — list and filter, look inside one, compare two side by side,
+export.
+
+Reads the local run store (`RunStore`, what `specconsole history` reads), so it works
+with the host down. The comparison is `store.compare`: runs lined up per (context, text
+type) point, medians of unflagged samples, the change per figure, and the flags diff
+that says what was changed between them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Input, Static
+
+from console.errors import ConsoleError
+from console.measure.stats import summarize
+from console.store import StoredRun, compare, export_csv, export_json
+from console.tui import keys
+from console.tui.screens.base import ViewScreen
+from console.tui.screens.sweeps import fmt_spread
+
+RUN_LIMIT = 500
+
+
+def when(t: float | None) -> str:
+    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+def run_cells(run: StoredRun, marked: bool) -> tuple[str, ...]:
+    return (
+        "●" if marked else "", str(run.id), when(run.info.started_at), run.info.host,
+        run.info.method, run.status, str(run.sample_count), run.info.flags_hash,
+    )  # fmt: skip
+
+
+def matches(run: StoredRun, query: str) -> bool:
+    words = query.lower().split()
+    hay = " ".join(
+        (str(run.id), run.info.host, run.info.method, run.status, run.info.flags_hash)
+    ).lower()
+    return all(w in hay for w in words)
+
+
+def _n(value: float | None, spec: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value * scale, spec)
+
+
+def _pct(change: dict[str, float] | None) -> str:
+    return "-" if not change else f"{change['percent']:+.1f}%"
+
+
+def compare_text(result: dict[str, Any]) -> Text:
+    """Two runs side by side: per point, each figure of A, of B, and the change."""
+    a, b = result["a"], result["b"]
+    text = Text()
+    for tag, run in (("A", a), ("B", b)):
+        text.append(f"{tag}: run {run['id']} ", style="bold")
+        text.append(f"{run['method']} on {run['host']}, {when(run.get('started_at'))}, "
+                    f"flags {run['flags_hash']}\n")  # fmt: skip
+    flags = result["flags"]
+    moved = [f"{k}: {a} -> {b}" for k, (a, b) in flags["changed"].items()]
+    moved += [f"{k}: (unset) -> {v}" for k, v in flags["added"].items()]
+    moved += [f"{k}: {v} -> (unset)" for k, v in flags["removed"].items()]
+    if moved:
+        text.append("flags changed: ", style="bold")
+        text.append(", ".join(moved) + "\n")
+    else:
+        text.append("same flags\n")
+    header = f"{'text':<8}{'ctx':>6} | {'tok/s A':>8}{'B':>8}{'chg':>8} | {'commit A':>9}{'B':>6}{'chg':>8} | {'step ms A':>10}{'B':>7}{'chg':>8}\n"
+    text.append(header, style="bold")
+    for p in result["points"]:
+        pa, pb, ch = p["a"], p["b"], p["change"]
+        text.append(
+            f"{p['text_type']:<8}{p['context_tokens']:>6} | "
+            f"{_n(pa['decode_tok_s'], '.1f'):>8}{_n(pb['decode_tok_s'], '.1f'):>8}{_pct(ch['decode_tok_s']):>8} | "
+            f"{_n(pa['commit_len'], '.2f'):>9}{_n(pb['commit_len'], '.2f'):>6}{_pct(ch['commit_len']):>8} | "
+            f"{_n(pa['step_time_s'], '.2f', 1000):>10}{_n(pb['step_time_s'], '.2f', 1000):>7}{_pct(ch['step_time_s']):>8}\n"
+        )
+    if not result["points"]:
+        text.append("(no point was measured by both runs)\n")
+    for tag in ("only_a", "only_b"):
+        if result[tag]:
+            pts = ", ".join(f"{p['text_type']}@{p['context_tokens']}" for p in result[tag])
+            text.append(f"only in {tag[-1].upper()}: {pts}\n", style="dim")
+    return text
+
+
+def run_text(run: StoredRun) -> Text:
+    text = Text()
+    text.append(f"run {run.id}: {run.info.method} on {run.info.host}", style="bold")
+    text.append(f" ({run.status}), {when(run.info.started_at)}, engine {run.info.engine}, "
+                f"flags {run.info.flags_hash}\n")  # fmt: skip
+    text.append(f"params: {run.info.params}\n", style="dim")
+    points = summarize(run.requests)
+    if points:
+        text.append(f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
+                    style="bold")  # fmt: skip
+        for p in points:
+            text.append(
+                f"{p.text_type:<10}{p.context:>6}{p.max_tokens:>6}{p.n:>3}  {fmt_spread(p.tok_s):<20}"
+                f"{fmt_spread(p.commit, '.2f'):<18}{fmt_spread(p.step_s, '.2f', 1000)}\n"
+            )
+    elif run.live:
+        text.append(f"{len(run.live)} live samples\n")
+    else:
+        text.append("(no samples)\n")
+    return text
+
+
+class HistoryScreen(ViewScreen):
+    BINDINGS = keys.bindings("history")
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="hist-top"):
+            yield Input(
+                placeholder="/ filter: host, method, status, flags hash, id", id="hist-filter"
+            )
+            yield Static("", id="hist-count")
+        yield DataTable(id="hist-runs", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="hist-detail", classes="panel"):
+            yield Static("", id="hist-text")
+
+    def on_mount(self) -> None:
+        self.runs: list[StoredRun] = []
+        self.marked: list[int] = []
+        table = self.query_one("#hist-runs", DataTable)
+        for label, width in (("", 1), ("id", 5), ("started", 16), ("host", 14), ("method", 14),
+                             ("status", 10), ("samples", 7), ("flags", 12)):  # fmt: skip
+            table.add_column(label, width=width)
+        self.query_one("#hist-detail").border_title = "run (space marks two, c compares)"
+        table.focus()
+        self.action_reload()
+
+    @work(group="history-load", exclusive=True, exit_on_error=False, description="history")
+    async def action_reload(self) -> None:
+        try:
+            self.runs = await self.app.run_store().runs(limit=RUN_LIMIT)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self._fill()
+
+    def _fill(self) -> None:
+        query = self.query_one("#hist-filter", Input).value
+        table = self.query_one("#hist-runs", DataTable)
+        table.clear()
+        shown = [r for r in self.runs if matches(r, query)]
+        for run in shown:
+            table.add_row(*run_cells(run, run.id in self.marked), key=str(run.id))
+        self.query_one("#hist-count", Static).update(f"{len(shown)}/{len(self.runs)} runs")
+        if not self.runs:
+            self.query_one("#hist-text", Static).update(
+                "No stored runs yet: the prompt lab (p) and sweeps (w) store every run here."
+            )
+
+    @on(Input.Changed, "#hist-filter")
+    def _filtered(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#hist-filter")
+    def _filter_done(self) -> None:
+        self.query_one("#hist-runs").focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#hist-filter").focus()
+
+    def action_leave_field(self) -> None:
+        self.query_one("#hist-runs").focus()
+
+    def _current_id(self) -> int | None:
+        table = self.query_one("#hist-runs", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+        return int(key.value) if key.value else None
+
+    @on(DataTable.RowHighlighted, "#hist-runs")
+    def _highlighted(self) -> None:
+        run_id = self._current_id()
+        if run_id is not None:
+            self._show_run(run_id)
+
+    @work(group="history-detail", exclusive=True, exit_on_error=False)
+    async def _show_run(self, run_id: int) -> None:
+        try:
+            run = await self.app.run_store().run(run_id)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one("#hist-text", Static).update(run_text(run))
+
+    def action_mark(self) -> None:
+        run_id = self._current_id()
+        if run_id is None:
+            return
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked = [*self.marked, run_id][-2:]  # two at most: the last two marked
+        table = self.query_one("#hist-runs", DataTable)
+        row = table.cursor_row
+        self._fill()
+        table.move_cursor(row=row)
+
+    @work(group="history-compare", exclusive=True, exit_on_error=False)
+    async def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.notify("Mark two runs with space first (the older one is A).")
+            return
+        store = self.app.run_store()
+        try:
+            a, b = sorted([await store.run(i) for i in self.marked], key=lambda r: r.id)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one("#hist-text", Static).update(compare_text(compare(a, b)))
+        self.query_one("#hist-detail").border_title = f"run {a.id} (A) vs run {b.id} (B)"
+
+    @work(group="history-export", exclusive=True, exit_on_error=False)
+    async def action_export(self, fmt: str) -> None:
+        ids = list(self.marked) or ([self._current_id()] if self._current_id() else [])
+        if not ids:
+            self.notify("No run to export: select or mark runs first.")
+            return
+        store = self.app.run_store()
+        try:
+            runs = [await store.run(i) for i in ids]
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        path = Path.cwd() / f"specconsole-runs-{'-'.join(str(i) for i in ids)}.{fmt}"
+        try:
+            with path.open("w", newline="") as out:
+                (export_csv if fmt == "csv" else export_json)(runs, out)
+        except OSError as exc:
+            self.notify(f"Could not export: {exc}.", severity="error")
+            return
+        self.notify(f"Exported {len(runs)} run(s) to {path}.")

@@ -1,0 +1,168 @@
+"""`p`: fire one test prompt and read every figure of it, with how it was measured.
+
+A prompt comes from the library (a text type, padded to an exact context in tokens) or
+is typed. The request is `methods.probe`, what `specconsole prompt` runs: temperature 0,
+explicit max tokens, ignore_eos by default, streamed or not, stored as a run. Results
+show TTFT, decode tok/s, commit length and step time, each with its source, and the
+generated text.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import (
+    Checkbox,
+    DataTable,
+    Input,
+    Label,
+    ProgressBar,
+    Select,
+    Static,
+    TextArea,
+)
+
+from console.errors import ConsoleError
+from console.measure import methods
+from console.measure.methods import MethodResult
+from console.measure.model import RequestSample
+from console.measure.prompts import PromptLibrary
+from console.tui import keys
+from console.tui.screens.base import ViewScreen
+
+TYPED = "typed"
+RESULT_COLUMNS = (
+    ("text", 8), ("context", 7), ("tokens", 6), ("TTFT ms", 8), ("tok/s", 7),
+    ("commit", 6), ("step ms", 7), ("finish", 7), ("measured", 34),
+)  # fmt: skip
+
+
+def _f(value: float | None, spec: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value * scale, spec)
+
+
+def result_row(s: RequestSample) -> tuple[str, ...]:
+    ttft = s.ttft_s if s.ttft_s is not None else s.server_ttft_s
+    how = f"{s.decode_source or 'no decode time'}, {'streamed' if s.streamed else 'not streamed'}"
+    if s.ttft_s is None and s.server_ttft_s is not None:
+        how += ", TTFT server"
+    if s.flagged:
+        how += f"; FLAGGED: {s.flagged}"
+    return (
+        s.text_type, str(s.context_tokens), f"{s.completion_tokens}/{s.max_tokens}",
+        _f(ttft, ".0f", 1000), _f(s.decode_tok_s, ".1f"), _f(s.commit_len, ".2f"),
+        _f(s.step_time_s, ".2f", 1000), s.finish_reason, how,
+    )  # fmt: skip
+
+
+def positive_int(text: str, what: str) -> int:
+    try:
+        value = int(text.strip().lower().replace("k", "000"))
+    except ValueError:
+        raise ConsoleError(f"{what} must be a whole number, not {text!r}.") from None
+    if value < 1:
+        raise ConsoleError(f"{what} must be at least 1, not {value}.")
+    return value
+
+
+class PromptLabScreen(ViewScreen):
+    BINDINGS = keys.bindings("prompt")
+
+    def compose_body(self) -> ComposeResult:
+        types = [(t, t) for t in PromptLibrary.builtin().types] + [("typed prompt", TYPED)]
+        with Horizontal(id="lab-form", classes="panel"):
+            with Vertical(classes="field"):
+                yield Label("prompt")
+                yield Select(types, value="code", allow_blank=False, id="lab-type")
+            with Vertical(classes="field"):
+                yield Label("context (tokens)")
+                yield Input("256", id="lab-context")
+            with Vertical(classes="field"):
+                yield Label("max tokens")
+                yield Input("128", id="lab-max")
+            with Vertical(classes="field"):
+                yield Label("repeat")
+                yield Input("1", id="lab-repeat")
+            with Vertical(classes="field-checks"):
+                yield Checkbox("ignore_eos", True, id="lab-ignore-eos")
+                yield Checkbox("stream", False, id="lab-stream")
+        yield TextArea("", id="lab-typed")
+        with Horizontal(id="lab-progress-row"):
+            yield ProgressBar(total=1, show_eta=False, id="lab-progress")
+            yield Static("ctrl+r runs; figures keep their source", id="lab-note")
+        yield DataTable(id="lab-results", show_cursor=False, zebra_stripes=True)
+        yield TextArea("", id="lab-output", read_only=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#lab-form").border_title = "request"
+        table = self.query_one("#lab-results", DataTable)
+        table.border_title = "results"
+        for label, width in RESULT_COLUMNS:
+            table.add_column(label, width=width)
+        self.query_one("#lab-output").border_title = "generated text"
+        self.query_one("#lab-typed").border_title = "typed prompt"
+        self.query_one("#lab-typed").display = False
+        self.query_one("#lab-progress").display = False
+
+    @on(Select.Changed, "#lab-type")
+    def _type_changed(self, event: Select.Changed) -> None:
+        typed = event.value == TYPED
+        self.query_one("#lab-typed").display = typed
+        self.query_one("#lab-context").disabled = typed
+
+    def action_leave_field(self) -> None:
+        self.query_one("#lab-results").focus()
+
+    def _request(self) -> dict:
+        kind = self.query_one("#lab-type", Select).value
+        request = {
+            "max_tokens": positive_int(self.query_one("#lab-max", Input).value, "Max tokens"),
+            "repeat": positive_int(self.query_one("#lab-repeat", Input).value, "Repeat"),
+            "ignore_eos": self.query_one("#lab-ignore-eos", Checkbox).value,
+            "stream": self.query_one("#lab-stream", Checkbox).value,
+        }
+        if kind == TYPED:
+            text = self.query_one("#lab-typed", TextArea).text
+            if not text.strip():
+                raise ConsoleError("Type a prompt first (or pick a text type from the library).")
+            request["text"] = text
+        else:
+            request["text_type"] = str(kind)
+            request["context"] = positive_int(
+                self.query_one("#lab-context", Input).value, "Context"
+            )
+        return request
+
+    def action_run_prompt(self) -> None:
+        try:
+            request = self._request()
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        bar = self.query_one("#lab-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=request["repeat"], progress=0)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(total=total, progress=done)
+
+        app = self.app
+        app.run_service_action(
+            "prompt",
+            lambda: methods.probe(app.measure_session(), tick=tick, **request),
+            self._show,
+        )
+
+    def _show(self, result: MethodResult) -> None:
+        self.query_one("#lab-progress").display = False
+        table = self.query_one("#lab-results", DataTable)
+        for sample in result.samples:
+            table.add_row(*result_row(sample))
+        table.scroll_end(animate=False)
+        last = result.samples[-1] if result.samples else None
+        output = self.query_one("#lab-output", TextArea)
+        output.load_text(last.text if last else "")
+        run = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
+        self.query_one("#lab-note", Static).update(Text(f"{len(result.samples)} request(s), {run}"))

@@ -1,0 +1,327 @@
+"""`w`: sweeps and the verdict — is this throughput physics or a bug?
+
+A context sweep (fixed output, exact prompt lengths) or an output sweep (fixed prompt,
+several output lengths) runs `methods.context_sweep` / `methods.output_sweep`, the same
+calls as `specconsole sweep`, with progress and cancel (C). The charts put tok/s and
+step time against context and commit length per text type; the fitted model
+(`decompose.fit`) then explains an observed figure (`decompose.explain`) with its
+arithmetic written out, optionally against a baseline. The observed figure can be typed
+or taken from the live series' last minute.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static
+
+from console.errors import ConsoleError
+from console.measure import methods
+from console.measure.decompose import FitError, ThroughputModel, explain, fit
+from console.measure.methods import MethodResult
+from console.measure.stats import PointSummary, Spread
+from console.tui import keys
+from console.tui.screens.base import ViewScreen
+from console.tui.screens.prompt_lab import positive_int
+from console.tui.widgets.chart import Chart, ChartSeries
+
+LIVE_WINDOW_S = 60.0
+
+
+def int_list(text: str, what: str) -> list[int]:
+    values = [positive_int(v, what) for v in text.split(",") if v.strip()]
+    if not values:
+        raise ConsoleError(f"{what} needs at least one number (e.g. 256,1024).")
+    return values
+
+
+def type_list(text: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise ConsoleError("Give at least one text type (e.g. code,prose).")
+    return names
+
+
+def point_series(points: list[PointSummary], x_of, y_of) -> list[ChartSeries]:
+    """One line per text type, x by `x_of(point)`, y the median `y_of(point)`."""
+    by_type: dict[str, list[tuple[float, float]]] = {}
+    for p in points:
+        spread: Spread | None = y_of(p)
+        if spread is not None:
+            by_type.setdefault(p.text_type, []).append((float(x_of(p)), spread.median))
+    return [ChartSeries(kind, sorted(pts)) for kind, pts in sorted(by_type.items())]
+
+
+def model_text(model: ThroughputModel, source: str) -> Text:
+    s = model.step
+    text = Text()
+    text.append(f"model from {source}\n", style="bold")
+    text.append(
+        f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
+        f"context ({'fits' if model.step_fits else 'fits badly'}: worst point "
+        f"{s.max_rel_residual:.0%} off the line)\n"
+    )
+    for kind, curve in model.commit.items():
+        pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)
+        text.append(f"commit on {kind}: {pts}\n")
+    for note in model.notes:
+        text.append(f"note: {note}\n", style="italic")
+    return text
+
+
+def fmt_spread(value: Spread | None, spec: str = ".1f", scale: float = 1.0) -> str:
+    return value.text("{:" + spec + "}", scale) if value else "-"
+
+
+class SweepsScreen(ViewScreen):
+    BINDINGS = keys.bindings("sweeps")
+
+    def compose_body(self) -> ComposeResult:
+        kinds = [("context sweep", "context"), ("output sweep", "output")]
+        with Horizontal(id="sweep-form", classes="panel"):
+            with Vertical(classes="field"):
+                yield Label("sweep")
+                yield Select(kinds, value="context", allow_blank=False, id="sweep-kind")
+            with Vertical(classes="field wide"):
+                yield Label("contexts (tokens)")
+                yield Input("64,256,512,1024", id="sweep-contexts")
+            with Vertical(classes="field"):
+                yield Label("output tokens")
+                yield Input("64", id="sweep-outputs")
+            with Vertical(classes="field"):
+                yield Label("text types")
+                yield Input("code,prose", id="sweep-types")
+            with Vertical(classes="field"):
+                yield Label("repeat")
+                yield Input("1", id="sweep-repeat")
+        with Horizontal(id="sweep-progress-row"):
+            yield ProgressBar(total=1, show_eta=False, id="sweep-progress")
+            yield Static("ctrl+r runs the sweep; C cancels (samples taken are kept)",
+                         id="sweep-note")  # fmt: skip
+        hz = self.app.settings.chart_hz
+        with Horizontal(id="sweep-charts"):
+            yield Chart("decode tok/s", x_label="context tokens", hz=hz, id="sweep-tok")
+            yield Chart("step time (ms)", x_label="context tokens", hz=hz, id="sweep-step")
+            yield Chart("commit length by text", x_label="context tokens", hz=hz,
+                        id="sweep-commit")  # fmt: skip
+        with Horizontal(id="sweep-bottom"):
+            yield DataTable(id="sweep-points", show_cursor=False, zebra_stripes=True)
+            with Vertical(id="verdict-panel", classes="panel"):
+                with Horizontal(classes="verdict-form"):
+                    yield Input(placeholder="observed tok/s", id="v-observed")
+                    yield Input(placeholder="at context", id="v-context")
+                    yield Input(placeholder="text type", id="v-text")
+                with Horizontal(classes="verdict-form"):
+                    yield Input(placeholder="baseline tok/s (optional)", id="v-baseline")
+                    yield Input(placeholder="baseline context", id="v-baseline-context")
+                with VerticalScroll(id="verdict-scroll"):
+                    yield Static("", id="verdict")
+
+    def on_mount(self) -> None:
+        self.model: ThroughputModel | None = None
+        self.model_source = ""
+        self._live_commit: float | None = None
+        self._live_step: float | None = None
+        self.query_one("#sweep-form").border_title = "sweep"
+        self.query_one(
+            "#verdict-panel"
+        ).border_title = "verdict (ctrl+t explains; ctrl+l takes the live figures)"
+        table = self.query_one("#sweep-points", DataTable)
+        table.border_title = "points: median, lowest-highest"
+        for label, width in (("text", 8), ("x", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
+                             ("step ms", 17)):  # fmt: skip
+            table.add_column(label, width=width)
+        self.query_one("#sweep-progress").display = False
+        self._load_stored_model()
+
+    def action_leave_field(self) -> None:
+        self.query_one("#sweep-points").focus()
+
+    # -- the stored model -------------------------------------------------------------
+
+    @work(group="sweep-model", exclusive=True, exit_on_error=False)
+    async def _load_stored_model(self) -> None:
+        app = self.app
+        if app.service is None:
+            return
+        try:
+            run = await app.run_store().latest(app.service.profile.name, "context-sweep")
+        except Exception:
+            return  # no history yet: the verdict waits for a sweep
+        if run is None or self.model is not None:
+            return
+        try:
+            model = fit(run.requests)
+        except FitError:
+            return
+        from console.measure.stats import summarize
+
+        self._show_points(summarize(run.requests), "context")
+        self._set_model(model, f"stored sweep run {run.id} (flags {run.info.flags_hash})")
+
+    def _set_model(self, model: ThroughputModel, source: str) -> None:
+        self.model, self.model_source = model, source
+        self.query_one("#verdict", Static).update(model_text(model, source))
+
+    # -- running --------------------------------------------------------------------
+
+    def _params(self) -> tuple[str, dict]:
+        kind = str(self.query_one("#sweep-kind", Select).value)
+        contexts = int_list(self.query_one("#sweep-contexts", Input).value, "Contexts")
+        outputs = int_list(self.query_one("#sweep-outputs", Input).value, "Output tokens")
+        types = type_list(self.query_one("#sweep-types", Input).value)
+        repeat = positive_int(self.query_one("#sweep-repeat", Input).value, "Repeat")
+        if kind == "context":
+            if len(outputs) != 1:
+                raise ConsoleError(
+                    "A context sweep takes one output length; list contexts instead."
+                )
+            return kind, {"contexts": contexts, "output_tokens": outputs[0], "text_types": types,
+                          "repeat": repeat}  # fmt: skip
+        if len(contexts) != 1:
+            raise ConsoleError("An output sweep takes one context; list output lengths instead.")
+        return kind, {"outputs": outputs, "context": contexts[0], "text_types": types,
+                      "repeat": repeat}  # fmt: skip
+
+    def action_run_sweep(self) -> None:
+        try:
+            kind, params = self._params()
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        bar = self.query_one("#sweep-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        note = self.query_one("#sweep-note", Static)
+        note.update("warming up…")
+
+        def tick(done: int, total: int) -> None:
+            bar.update(total=total, progress=done)
+            note.update(f"{done}/{total} requests")
+
+        app = self.app
+        run = methods.context_sweep if kind == "context" else methods.output_sweep
+
+        def done(result: MethodResult) -> None:
+            self._finished(kind, result)
+
+        worker = app.run_service_action(
+            f"{kind} sweep",
+            lambda: run(app.measure_session(), tick=tick, **params),
+            done,
+        )
+        if worker is None:
+            bar.display = False
+
+    def _finished(self, kind: str, result: MethodResult) -> None:
+        self.query_one("#sweep-progress").display = False
+        stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
+        self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
+        self._show_points(result.points, kind)
+        if result.model is not None:
+            self._set_model(result.model, f"this sweep (run {result.run_id})")
+        elif result.figures.get("fit_error"):
+            self.query_one("#verdict", Static).update(f"no model: {result.figures['fit_error']}")
+
+    def _show_points(self, points: list[PointSummary], kind: str) -> None:
+        x_label = "context tokens" if kind == "context" else "output tokens"
+
+        def x_of(p: PointSummary) -> float:
+            return p.context if kind == "context" else p.max_tokens
+
+        charts = (
+            ("#sweep-tok", lambda p: p.tok_s, 1.0),
+            ("#sweep-step", lambda p: p.step_s, 1000.0),
+            ("#sweep-commit", lambda p: p.commit, 1.0),
+        )
+        for selector, get, scale in charts:
+            chart = self.query_one(selector, Chart)
+            chart.x_label = x_label
+            lines = point_series(points, x_of, get)
+            chart.set_series(
+                [ChartSeries(s.label, [(x, y * scale) for x, y in s.points]) for s in lines]
+            )
+        table = self.query_one("#sweep-points", DataTable)
+        table.clear()
+        for p in points:
+            table.add_row(
+                p.text_type, str(int(x_of(p))), str(p.n), fmt_spread(p.tok_s),
+                fmt_spread(p.commit, ".2f"), fmt_spread(p.step_s, ".2f", 1000),
+            )  # fmt: skip
+
+    # -- verdict --------------------------------------------------------------------
+
+    def _number(self, selector: str, what: str, required: bool = True) -> float | None:
+        text = self.query_one(selector, Input).value.strip()
+        if not text:
+            if required:
+                raise ConsoleError(f"Give the {what} for the verdict.")
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise ConsoleError(f"The {what} must be a number, not {text!r}.") from None
+
+    def action_explain(self) -> None:
+        if self.model is None:
+            self.notify("No model yet: run a context sweep first (ctrl+r).", severity="warning")
+            return
+        try:
+            observed = self._number("#v-observed", "observed tok/s")
+            context = self._number("#v-context", "context it was observed at")
+            text_type = self.query_one("#v-text", Input).value.strip() or next(
+                iter(self.model.commit)
+            )
+            baseline = self._number("#v-baseline", "baseline tok/s", required=False)
+            b_context = self._number("#v-baseline-context", "baseline context", required=False)
+            if text_type not in self.model.commit:
+                known = ", ".join(self.model.commit)
+                raise ConsoleError(f"The sweep has no {text_type!r} text; it measured {known}.")
+            verdict = explain(
+                self.model, observed=observed, context=context, text_type=text_type,
+                baseline=baseline, baseline_context=b_context,
+                observed_commit=self._live_commit, observed_step=self._live_step,
+            )  # fmt: skip
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        text = Text()
+        text.append(verdict.headline + "\n", style="bold")
+        for line in verdict.lines:
+            text.append(f"  {line}\n")
+        text.append(f"(model from {self.model_source})", style="dim")
+        self.query_one("#verdict", Static).update(text)
+
+    def action_use_live(self) -> None:
+        """Observed figures from the live series' last minute (medians)."""
+        samples = self.app.live_samples
+        if not samples:
+            self.notify("No live samples yet: the dashboard's series has seen no decoding.")
+            return
+        newest = max(s.t for s in samples)
+        usable = [s for s in samples if s.t >= newest - LIVE_WINDOW_S and s.tok_s
+                  and s.commit_len and s.step_time_s]  # fmt: skip
+        if not usable:
+            self.notify("No live samples with figures in the last minute.", severity="warning")
+            return
+        tok = statistics.median(s.tok_s for s in usable)
+        contexts = [s.context_tokens for s in usable if s.context_tokens]
+        observed, at = self.query_one("#v-observed", Input), self.query_one("#v-context", Input)
+        with observed.prevent(Input.Changed), at.prevent(Input.Changed):
+            observed.value = f"{tok:.1f}"
+            if contexts:
+                at.value = str(int(statistics.median(contexts)))
+        self._live_commit = statistics.median(s.commit_len for s in usable)
+        self._live_step = statistics.median(s.step_time_s for s in usable)
+        age = time.time() - newest
+        self.notify(f"Observed from {len(usable)} live samples (newest {age:.0f} s old).")
+
+    @on(Input.Changed, "#v-observed, #v-context")
+    def _typed_observed(self) -> None:
+        # A typed figure is not the live one: its commit and step no longer apply.
+        self._live_commit = self._live_step = None
