@@ -138,3 +138,24 @@ def requests() -> list[RequestSample]:
         )  # fmt: skip
 
     return [one("code", 512, 138.2, 3.61, False), one("prose", 1024, 96.4, 2.41, True)]
+
+
+def sweep_samples() -> list[RequestSample]:
+    """A context sweep with known physics: step time 20 ms + 10 ms per 1k context,
+    commit 3.6 on code and 2.4 on prose, falling 10% from the shortest to the longest."""
+    out = []
+    for ctx in (64, 256, 512, 1024):
+        for kind, base in (("code", 3.6), ("prose", 2.4)):
+            decode_ctx = ctx + 32
+            step = 0.020 + 0.010 * decode_ctx / 1000
+            commit = base * (1 - 0.1 * ctx / 1024)
+            out.append(RequestSample(
+                engine="builtin", endpoint="/generate", text_type=kind,
+                prompt_id=f"{kind}@{ctx}#0", context_tokens=ctx, max_tokens=64, ignore_eos=True,
+                streamed=False, flags_hash="abc", completion_tokens=64, finish_reason="length",
+                latency_s=1.0, ttft_s=None, decode_time_s=63 * step / commit,
+                decode_source="server", verify_steps=round(63 / commit),
+                decode_tok_s=commit / step, commit_len=commit, step_time_s=step,
+                decode_context=float(decode_ctx), t=T0,
+            ))  # fmt: skip
+    return out

@@ -1,7 +1,8 @@
 """Prompt lab, sweeps and verdict, history: through the app against the real engine on
 `local` (bundled weights, no warm-up). One engine start for all three views.
 
-A typed prompt and a library prompt give results with their figures and text; a small
+A typed prompt and a library prompt give results with their figures and text (and reach
+the dashboard through the live series); a small
 context sweep charts its points and fits a model the verdict explains a figure with;
 history lists both runs, compares them side by side and exports them.
 """
@@ -53,7 +54,7 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
     save_profile(HostProfile(name="local", launch=LaunchProfile(python=sys.executable),
                              port=free_port(), state_dir=str(tmp_path / "state"),
                              flags={"skip-server-warmup": True}))  # fmt: skip
-    app = SpecConsoleApp("local", live=False)
+    app = SpecConsoleApp("local")  # with the live series feeding the dashboard
     try:
         async with app.run_test(size=(140, 45)) as pilot:
             await _until(pilot, "connected", lambda: app.status is not None)
@@ -85,6 +86,9 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             await _until(pilot, "library result", lambda: table.row_count == 2 and not app.running)
             assert table.get_row_at(1)[:2] == ["code", "48"]
             assert len(app.requests) == 2
+            # each measured request also went through the live series to the charts
+            await _until(pilot, "live samples", lambda: any(
+                s.source == "request" for s in app.live_samples))  # fmt: skip
 
             # A bad field is one sentence, nothing sent.
             _set(app, "#lab-max", "many")

@@ -133,3 +133,74 @@ def test_host_key_modal(snap_compare) -> None:
         await pilot.pause(0.3)
 
     assert snap_compare(_app(service), terminal_size=SIZE, run_before=run_before)
+
+
+def test_sweeps_with_model_and_verdict(snap_compare) -> None:
+    from console.measure.decompose import fit
+    from console.measure.stats import summarize
+
+    service = fakes.FakeService()
+    samples = fakes.sweep_samples()
+
+    async def run_before(pilot: Pilot) -> None:
+        await _ready(service, samples=False)(pilot)
+        await pilot.press("w")
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        screen = pilot.app.screen
+        screen._show_points(summarize(samples), "context")
+        screen._set_model(fit(samples), "fixed samples")
+        for selector, value in (("#v-observed", "40"), ("#v-context", "1024"),
+                                ("#v-text", "prose"), ("#v-baseline", "138"),
+                                ("#v-baseline-context", "64")):  # fmt: skip
+            screen.query_one(selector).value = value
+        await pilot.press("ctrl+t")
+        await pilot.pause(0.6)
+
+    assert snap_compare(_app(service), terminal_size=(150, 48), run_before=run_before)
+
+
+def test_history_compare(snap_compare, monkeypatch) -> None:
+    import asyncio
+    import time
+
+    from console.measure.model import RunInfo
+    from console.store import RunStore
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+    async def fill() -> None:
+        store = RunStore.default()
+        for i, (flags, scale) in enumerate(
+            (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
+        ):
+            info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
+                           params={"contexts": [64, 256, 512, 1024]}, flags=flags,
+                           started_at=fakes.T0 + 600 * i)  # fmt: skip
+            run_id = await store.start_run(info)
+            for s in fakes.sweep_samples():
+                await store.add_request(run_id, s.__class__(**{
+                    **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
+                    "step_time_s": s.step_time_s / scale}))  # fmt: skip
+            await store.finish_run(run_id, "complete", None)
+        store.close()
+
+    asyncio.run(fill())
+    service = fakes.FakeService()
+
+    async def run_before(pilot: Pilot) -> None:
+        await _ready(service, samples=False)(pilot)
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("space", "down", "space", "c")
+        await pilot.pause(0.3)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+
+    try:
+        assert snap_compare(_app(service), terminal_size=(130, 42), run_before=run_before)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -133,10 +133,14 @@ class SweepsScreen(ViewScreen):
         ).border_title = "verdict (ctrl+t explains; ctrl+l takes the live figures)"
         table = self.query_one("#sweep-points", DataTable)
         table.border_title = "points: median, lowest-highest"
-        for label, width in (("text", 8), ("x", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
+        for label, width in (("text", 8), ("tokens", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
                              ("step ms", 17)):  # fmt: skip
             table.add_column(label, width=width)
         self.query_one("#sweep-progress").display = False
+        for selector, title in (("#v-observed", "observed tok/s"), ("#v-context", "at context"),
+                                ("#v-text", "text type"), ("#v-baseline", "baseline tok/s"),
+                                ("#v-baseline-context", "baseline context")):  # fmt: skip
+            self.query_one(selector).border_title = title
         self._load_stored_model()
 
     def action_leave_field(self) -> None:

@@ -68,12 +68,17 @@ def render_lines(
     if width < 12 or height < 5:
         return Text("")
     drawn = [s for s in series if s.points]
+    # plotext's legend box sits inside the canvas and hides the first points; the legend
+    # is a line of our own under the chart instead.
+    legend = len(drawn) > 1
+    plot_height = height - 1 if legend else height
     with _LOCK:
         fig = plotext.figure
         fig.clear()
-        fig.plot_size(width, height)
+        fig.plot_size(width, plot_height)
         fig.theme("colorless")
         fig.canvas("default")
+        fig.legend(False)
         fig.title(title if drawn else f"{title} ({empty})" if title else empty)
         if x_label:
             fig.label(x_label, "x")
@@ -85,9 +90,14 @@ def render_lines(
             signal = fig.signal(xs, ys, marker=marker)
             if len(points) > 1:
                 signal.lines()
-            if len(drawn) > 1:
-                signal.label(s.label)
             fig.draw(signal)
         out = fig.build().string()
         fig.clear()
-    return Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
+    text = Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
+    if legend:
+        text.append("\n")
+        for i, s in enumerate(drawn):
+            r, g, b = colors[i % len(colors)]
+            text.append("  ━━ ", style=f"rgb({r},{g},{b})")
+            text.append(s.label)
+    return text
