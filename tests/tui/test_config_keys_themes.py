@@ -128,3 +128,23 @@ def test_chart_text_has_the_widget_size_and_says_when_empty() -> None:
     assert len(lines) == 10 and max(len(ln) for ln in lines) == 40
     assert "no data yet" in render_lines([], 40, 10, title="tok/s").plain
     assert render_lines([], 5, 3).plain == ""
+
+
+async def test_the_palette_offers_views_actions_and_themes() -> None:
+    from console.tui.screens.prompt_lab import PromptLabScreen
+
+    app = SpecConsoleApp("gpu1", service=fakes.FakeService(), poll=False, live=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("colon", *"Prompt lab")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, PromptLabScreen)
+        await pilot.press(
+            "ctrl+p",
+            *"Theme: high",
+        )
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.theme == "high-contrast"

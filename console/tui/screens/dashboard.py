@@ -85,6 +85,22 @@ def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
     }
 
 
+def live_caption(samples: list[LiveSample]) -> str:
+    """Where the charted figures come from (log lines, /metrics, measured requests)."""
+    if not samples:
+        return "live series: no samples yet (the engine has not decoded since the console opened)"
+    counts: dict[str, int] = {}
+    for s in samples:
+        counts[s.source] = counts.get(s.source, 0) + 1
+    names = {
+        "log": "engine log lines",
+        "metrics": "/metrics deltas",
+        "request": "measured requests",
+    }
+    parts = ", ".join(f"{n} from {names.get(k, k)}" for k, n in sorted(counts.items()))
+    return f"live series: {parts}"
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -123,6 +139,7 @@ class DashboardScreen(ViewScreen):
             yield Chart(
                 "step time (ms)", x_label="s before the latest sample", hz=hz, id="chart-step"
             )
+        yield Static("", id="live-caption")
         yield DataTable(id="requests", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
@@ -191,6 +208,7 @@ class DashboardScreen(ViewScreen):
             table.add_row(*row)
 
     def _show_live(self) -> None:
+        self.query_one("#live-caption", Static).update(live_caption(self.app.live_samples))
         lines = chart_series(self.app.live_samples)
         self.query_one("#chart-tok", Chart).set_series(lines["tok"])
         self.query_one("#chart-commit", Chart).set_series(lines["commit"])
