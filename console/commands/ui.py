@@ -76,6 +76,8 @@ def connect_targets() -> list[tuple[str, str]]:
 
 
 async def cmd_connect(args: argparse.Namespace) -> int:
+    if args.host:
+        resolve_host(args.host)  # a typo is one sentence here, before the screen is taken
     from console.tui.app import run_console  # Textual is imported only here
 
     return await run_console(

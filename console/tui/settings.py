@@ -46,11 +46,11 @@ def load_settings(path: Path | None = None) -> TuiSettings:
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"TUI settings {path} are not valid TOML: {exc}.") from None
+        raise ConfigError(f"TUI settings file {path} is not valid TOML: {exc}.") from None
     try:
         return TuiSettings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(f"TUI settings {path}", exc)) from None
+        raise ConfigError(format_validation_error(f"TUI settings file {path}", exc)) from None
 
 
 def save_theme(name: str, path: Path | None = None) -> None:
