@@ -222,14 +222,17 @@ body.-first-byte .textual-terminal {{ opacity: 1; }}
 <div id="terminal" class="textual-terminal" data-session-websocket-url="{ws_url}"
      data-font-size="{font_size}"></div>
 <script>
-// Give the terminal keyboard focus once the app has drawn, as a terminal window has:
-// keys then work without a click, and the app knows it has focus (Textual's footer only
-// lists the keys while the app has focus).
+// Give the terminal keyboard focus once the app runs, as a terminal window has: keys
+// then work without a click, and the app knows it has focus (Textual's footer lists keys
+// only then). Textual's web driver marks the app blurred just after its first output, so
+// a focus sent at once can arrive before that and be undone; half a second later it sticks.
 new MutationObserver((changes, observer) => {{
   if (!document.body.classList.contains("-first-byte")) return;
   observer.disconnect();
-  const input = document.querySelector(".xterm-helper-textarea");
-  if (input) input.focus();
+  setTimeout(() => {{
+    const input = document.querySelector(".xterm-helper-textarea");
+    if (input) input.focus();
+  }}, 500);
 }}).observe(document.body, {{attributes: true, attributeFilter: ["class"]}});
 </script>
 </body></html>

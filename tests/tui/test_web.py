@@ -150,15 +150,18 @@ def test_browser_shows_the_dashboard(
         # xterm fitted the viewport: a wide page gives a wide terminal.
         assert screen["cols"] > 100 and screen["rows"] > 30
 
-        # The page gave the terminal keyboard focus: keys typed reach the app without a
-        # click. `l` opens the log view, `d` comes back to the dashboard and its keys.
+        # The page gives the terminal keyboard focus, so the app knows it has focus (its
+        # footer lists the keys) and keys typed reach it without a click: `l` opens the
+        # log view, `d` comes back to the dashboard.
+        footer = re.compile(r"d Dashboard\s+s Service\s+l Logs")
+        _wait_screen(page, "the dashboard's keys", lambda t: footer.search(t), timeout=30)
         page.keyboard.press("l")
         _wait_screen(page, "the log view", lambda t: "Filter" in t and "decode tok/s" not in t)
         page.keyboard.press("d")
         _wait_screen(
             page,
             "the dashboard with its keys",
-            lambda t: _dashboard(t) and re.search(r"d Dashboard\s+s Service\s+l Logs", t),
+            lambda t: _dashboard(t) and footer.search(t),
         )
 
         # What was painted is not blank: the canvas has more than a couple of colours.
