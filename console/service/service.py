@@ -167,12 +167,11 @@ class EngineService:
 
     async def client(self) -> EngineClient:
         """The session's engine client, on the port the current launch config uses."""
-        config = await (await self.store()).current()
-        port = (config.port if config else None) or self.profile.port
-        if self._client is not None and self._client.port != port:
-            await self._client.close()
-            self._client = None
         if self._client is None:
+            # The port is read once per engine process: `_stop` drops the client, so a
+            # restart with another port gets a new one.
+            config = await (await self.store()).current()
+            port = (config.port if config else None) or self.profile.port
             self._client = EngineClient(self.transport, port)
         return self._client
 
@@ -320,7 +319,8 @@ class EngineService:
             self._publish(LifecycleEvent("stopping", message=f"stopping {self._where()}"))
         await supervisor.stop(timeout)
         if self._client is not None:
-            await self._client.reset()  # the old process's port is gone
+            await self._client.close()  # the old process's port is gone
+            self._client = None
         self._publish(LifecycleEvent("stopped", message=f"{self._where()} is stopped"))
 
     async def restart(
