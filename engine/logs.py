@@ -24,6 +24,22 @@ class _FlushingHandler(logging.StreamHandler):
         self.flush()
 
 
+POLLED_PATHS = ("/metrics", "/health")
+
+
+class _QuietPolling(logging.Filter):
+    """Drop access lines of successful polls: a console scraping /metrics every 2 s (or
+    waiting on /health) would otherwise bury the engine's own log in them. A failed poll
+    still logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5:  # uvicorn: client, method, path, ver, status
+            path, status = str(args[2]).split("?")[0], args[4]
+            return not (path in POLLED_PATHS and status == 200)
+        return True
+
+
 def setup_logging(level: str = "info", stream=None) -> None:
     """Route our loggers and uvicorn's through one stdout handler in SGLang's format."""
     handler = _FlushingHandler(stream or sys.stdout)
@@ -38,6 +54,9 @@ def setup_logging(level: str = "info", stream=None) -> None:
         lg.handlers.clear()
         lg.propagate = True
         lg.setLevel(level.upper())
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _QuietPolling) for f in access.filters):
+        access.addFilter(_QuietPolling())
 
 
 class ShardProgress:

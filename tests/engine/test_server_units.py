@@ -221,3 +221,22 @@ def test_validation_error_names_field():
         err = validation_error(e.errors()).body()["error"]
     assert err["param"] == "max_tokens" and err["type"] == "invalid_request_error"
     assert err["message"].endswith(".") and "max_tokens" in err["message"]
+
+
+def test_access_log_leaves_out_successful_polls_only() -> None:
+    import io
+    import logging
+
+    from engine.logs import setup_logging
+
+    out = io.StringIO()
+    setup_logging("info", stream=out)
+    access = logging.getLogger("uvicorn.access")
+    fmt = '%s - "%s %s HTTP/%s" %d'
+    access.info(fmt, "127.0.0.1:5", "GET", "/metrics", "1.1", 200)
+    access.info(fmt, "127.0.0.1:5", "GET", "/health", "1.1", 200)
+    access.info(fmt, "127.0.0.1:5", "GET", "/health", "1.1", 503)
+    access.info(fmt, "127.0.0.1:5", "POST", "/generate", "1.1", 200)
+    text = out.getvalue()
+    assert "/metrics" not in text and "/health HTTP/1.1\" 200" not in text
+    assert '"GET /health HTTP/1.1" 503' in text and "POST /generate" in text
