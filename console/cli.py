@@ -200,7 +200,14 @@ async def cmd_rollback(args: argparse.Namespace) -> int:
 
 async def cmd_logs(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        async for line in service.logs(follow=args.follow, lines=args.lines, grep=args.grep):
+        # Link markers go to stderr, so `logs -f | grep` and redirected logs hold log lines only.
+        lines = service.logs(
+            follow=args.follow,
+            lines=args.lines,
+            grep=args.grep,
+            on_link=lambda _up, text: err(f"-- {text} --"),
+        )
+        async for line in lines:
             print(line, flush=args.follow)
         return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
@@ -19,8 +20,9 @@ import time
 from console.commands.base import HostCommand, err, with_service
 from console.errors import ConsoleError
 from console.measure.live import LINK_DOWN, LiveSeries, StreamName, is_link_sample
-from console.measure.model import LiveSample
+from console.measure.model import LiveSample, RunInfo
 from console.service import EngineService
+from console.store import RunStore
 
 SOURCES: tuple[StreamName, ...] = ("log", "metrics")
 
@@ -103,7 +105,29 @@ async def cmd_watch(args: argparse.Namespace) -> int:
                 f"The engine on {host} has failed ({status.message}); `specconsole status "
                 f"{host}` shows its last log lines."
             )
-        series = LiveSeries(service, scrape_interval=args.interval, sources=args.source)
+        store = None if args.no_store else RunStore.default()
+        run_id = None
+        if store is not None:
+            # Stored as a run, so `diagnose HOST` (no --observed) can read the last minute.
+            config = await service.current_config()
+            run_id = await store.start_run(
+                RunInfo(
+                    host=host,
+                    engine=service.profile.engine,
+                    method="watch",
+                    params={"interval": args.interval, "sources": list(args.source)},
+                    flags=dict(config.flags),
+                )
+            )
+        sink = functools.partial(store.add_live, run_id) if store and run_id else None
+        series = LiveSeries(service, scrape_interval=args.interval, sources=args.source, sink=sink)
+        try:
+            return await _watch(series)
+        finally:
+            if store is not None and run_id is not None:
+                await asyncio.shield(store.finish_run(run_id, "complete"))
+
+    async def _watch(series: LiveSeries) -> int:
         async with series.subscribe() as sub:
             runner = asyncio.create_task(series.run(), name="watch-series")
 
@@ -142,6 +166,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
         "Print the live decode series (engine log lines and /metrics) until Ctrl-C.",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per sample and line")
+    p.add_argument("--no-store", action="store_true", help="do not record the samples in history")
     p.add_argument(
         "--interval",
         type=_positive,

@@ -208,3 +208,31 @@ async def test_sweep_through_ssh_survives_sshd_restart(
     stored = await store.run(result.run_id)
     assert stored.status == "complete" and len(stored.requests) == len(result.samples)
     assert all(s.ok for s in result.samples if not s.retried)
+
+
+def test_diagnose_without_observed_explains_the_live_series_last_minute(local_host: str) -> None:
+    assert _cli("start", local_host, "--wait").returncode == 0
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "watch", local_host, "--json", "--interval", "1",
+         "--duration", "25"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    try:
+        time.sleep(3)
+        sweep = _cli("sweep", local_host, "--contexts", "64,512,1024", "--output", "64",
+                     "--text", "code,prose", "--repeat", "2")  # fmt: skip
+        assert sweep.returncode == 0, sweep.stderr
+    finally:
+        out, err = watch.communicate(timeout=60)
+    assert watch.returncode == 0, err
+    watched = [json.loads(line) for line in out.splitlines()]
+    assert any(s["tok_s"] for s in watched)
+    out = _cli("diagnose", local_host, "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["live"]["n"] > 0 and data["model_from"].startswith("sweep run")
+    assert data["verdict"]["observed_tok_s"] == pytest.approx(data["live"]["tok_s"])
+    assert data["verdict"]["arithmetic"][0].startswith("model at context")
+    # the human form shows the arithmetic and where the model came from
+    out = _cli("diagnose", local_host, "--observed", "100", "--context", "900", "--text", "prose")
+    assert out.returncode == 0 and "commit" in out.stdout and "(model from sweep run" in out.stdout
