@@ -64,7 +64,7 @@ async def test_unknown_key_is_shown_and_trusted_only_when_confirmed(sshd, tmp_pa
         shown = str(app.screen.query_one("#hostkey").render())
         assert _fingerprint(sshd) in shown and "ssh-ed25519" in shown
         assert known.read_text() == ""  # nothing trusted before the answer
-        await pilot.click("#trust")
+        await pilot.press("shift+tab", "enter")  # from Cancel (focused) to Trust
         await _until(pilot, lambda: app.status is not None)
         assert app.status.state == "stopped" and app.link_down == ""
     assert sshd.host_key_pub.split()[1] in known.read_text()
