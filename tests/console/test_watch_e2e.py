@@ -251,7 +251,7 @@ async def test_watch_and_logs_follow_survive_sshd_restart(
                 f"missing {missing(lines)} of {len(lines)}; watch stderr {watch.err}; "
                 f"watch log samples {[json.loads(x)['context_tokens'] for x in watch.out]}; "
                 f"decode lines {[_key(sample_from_log_line(ln))[0] for ln in lines]}; "  # type: ignore[arg-type]
-                f"logs -f markers {[x for x in follow.out if x.startswith('-- ')]}"
+                f"logs -f markers {[x for x in follow.err if x.startswith('-- ')]}"
             )
 
         await _until(
@@ -271,7 +271,7 @@ async def test_watch_and_logs_follow_survive_sshd_restart(
             "reconnect lines",
             lambda: (
                 any("reconnected after" in x for x in watch.err)
-                and any("reconnected after" in x for x in follow.out)
+                and any("reconnected after" in x for x in follow.err)
                 and not series.link_down
             ),
             timeout=60,
@@ -312,7 +312,7 @@ async def test_watch_and_logs_follow_survive_sshd_restart(
     # logs -f printed every decode line exactly once, and said what happened in between.
     followed = [x for x in follow.out if not x.startswith("-- ")]
     assert followed == everything
-    markers = [x for x in follow.out if x.startswith("-- ")]
+    markers = [x for x in follow.err if x.startswith("-- ")]  # on stderr, out of the log
     assert any("lost; reconnecting (attempt 1" in x for x in markers), markers
     assert markers[-1].startswith("-- reconnected after"), markers
     # The stored series has the outage as one down and one up sample, in that order.
