@@ -112,6 +112,12 @@ async def test_without_a_host_the_picker_lists_targets_and_connects() -> None:
                 break
             await pilot.pause(0.1)
         assert app.service is not None and app.host == "local"
+        # let the dashboard's first reads (the engine's --help) finish before quitting
+        for _ in range(300):
+            table = app.screen.query("#flags-table")
+            if table and table.first().row_count:
+                break
+            await pilot.pause(0.1)
 
 
 def test_downsample_keeps_the_shape_and_bounds_the_points() -> None:
