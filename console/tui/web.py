@@ -149,8 +149,8 @@ def access_middleware(access: WebAccess) -> Callable[[web.Request, Handler], Awa
             access.set_cookie(response)
             return response
         response = await handler(request)
-        if access.token is not None and COOKIE not in request.cookies and request.path != "/ws":
-            access.set_cookie(response)  # came with a Bearer header
+        if access.token is not None and COOKIE not in request.cookies and not response.prepared:
+            access.set_cookie(response)  # came with a Bearer header (a websocket is prepared)
         return response
 
     return gate

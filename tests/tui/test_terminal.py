@@ -33,7 +33,7 @@ class Tmux:
         self.tmux = tmux
         self.socket = workdir / "tmux.sock"
         self.conf = workdir / "tmux.conf"
-        # Keep the pane after the app exits so its exit status and last screen stay readable.
+        # Keep the pane after the app exits so its last screen stays readable.
         self.conf.write_text("set -g remain-on-exit on\nset -g default-terminal screen-256color\n")
         self.env = env
         self.exit_file = workdir / "exit-status"

@@ -114,6 +114,7 @@ async def test_login_form_sets_the_cookie(guarded: TestClient) -> None:
 async def test_bearer_header_works_for_scripts(guarded: TestClient) -> None:
     resp = await guarded.get("/static/css/xterm.css", headers={"Authorization": f"Bearer {TOKEN}"})
     assert resp.status == 200
+    assert web.COOKIE in resp.cookies  # a browser that came with the header stays in
 
 
 async def test_loopback_needs_no_token(loopback: TestClient) -> None:
