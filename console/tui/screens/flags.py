@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.suggester import SuggestFromList
 from textual.widgets import DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
@@ -143,6 +144,8 @@ class FlagsScreen(ViewScreen):
         text = Text()
         text.append(f"--{spec.name}\n", style="bold")
         text.append(f"type {kind_text(spec)}, default {spec.default or '-'}\n")
+        if spec.choices:
+            text.append(f"choices: {', '.join(spec.choices)} (→ completes)\n")
         current = value_text(self.current.get(name))
         text.append(f"current {current or '(engine default)'}\n\n")
         if spec.note:
@@ -151,6 +154,9 @@ class FlagsScreen(ViewScreen):
         self.query_one("#flag-help", Static).update(text)
         value = self.staged.get(name, current) if name in self.staged else current
         box = self.query_one("#flag-value", Input)
+        options = list(spec.choices or ()) or (["true", "false"] if spec.type == "bool" else [])
+        # Choices complete inline (→ accepts), as a shell completes a flag's values.
+        box.suggester = SuggestFromList(options, case_sensitive=False) if options else None
         with box.prevent(Input.Changed):
             box.value = value or ""
         self.query_one("#flag-check", Static).update("")
