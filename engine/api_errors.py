@@ -38,6 +38,7 @@ class APIError(Exception):
 
     def __init__(self, message: str, *, status: int = 400, param: str | None = None,
                  code: str | None = None, type_: str | None = None):
+        message, param = _printable(message), _printable(param)
         super().__init__(message)
         self.message = message
         self.status = status
@@ -52,6 +53,14 @@ class APIError(Exception):
     def response(self) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
+
+
+def _printable(text: str | None) -> str | None:
+    """Text that a JSON response can always encode: a lone surrogate taken from the request
+    (a key, a model name) is shown as its escape instead of failing the error response."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def error_body(message: str, *, status: int = 400, param: str | None = None,

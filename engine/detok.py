@@ -12,8 +12,10 @@ from __future__ import annotations
 
 
 class TextTracker:
-    def __init__(self, tokenizer, stop: list[str] | None = None):
+    def __init__(self, tokenizer, stop: list[str] | None = None, *,
+                 skip_special_tokens: bool = True):
         self.tokenizer = tokenizer
+        self.skip_special_tokens = skip_special_tokens
         self.stop = [s for s in (stop or []) if s]
         self.max_stop = max((len(s) for s in self.stop), default=0)
         self.ids: list[int] = []
@@ -26,7 +28,7 @@ class TextTracker:
     def add(self, token: int) -> bool:
         """Append one token; True when a stop string has just matched (stop here)."""
         self.ids.append(token)
-        decode = self.tokenizer.decode
+        decode = self._decode
         prefix = decode(self.ids[self.prefix_offset:self.read_offset])
         new = decode(self.ids[self.prefix_offset:])
         if len(new) > len(prefix) and not new.endswith("\ufffd"):
@@ -37,6 +39,11 @@ class TextTracker:
             if self.stop:
                 return self._check_stop(max(0, before - self.max_stop + 1))
         return False
+
+    def _decode(self, ids: list[int]) -> str:
+        if self.skip_special_tokens:
+            return self.tokenizer.decode(ids)  # the default; also for tokenizers without the flag
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def _check_stop(self, search_from: int) -> bool:
         best = None
@@ -54,8 +61,8 @@ class TextTracker:
         """At the end: keep any held-back incomplete character as decoded (U+FFFD)."""
         if self.matched is not None:
             return
-        prefix = self.tokenizer.decode(self.ids[self.prefix_offset:self.read_offset])
-        new = self.tokenizer.decode(self.ids[self.prefix_offset:])
+        prefix = self._decode(self.ids[self.prefix_offset:self.read_offset])
+        new = self._decode(self.ids[self.prefix_offset:])
         if len(new) > len(prefix):
             before = len(self.text)
             self.text += new[len(prefix):]

@@ -1,9 +1,13 @@
 """Request bodies of the HTTP API (OpenAI completions/chat and SGLang /generate).
 
 Strict types (a string is not an integer) so that a wrong type is a 400 naming the field
-rather than a silent coercion. Unknown fields are ignored, as OpenAI-compatible servers do.
-Sampling knobs that cannot change a greedy result (top_p, top_k, seed, penalties at their
-neutral values) are accepted and ignored; the server rejects the ones that would.
+rather than a silent coercion. Every field declared here is honoured or refused by the
+server with a 400 that says it is unsupported (engine/server.py `check_sampling`,
+`check_unsupported`): knobs that cannot change a greedy result (top_p, top_k, seed,
+penalties at their neutral values) are range-checked and otherwise have nothing to do;
+the ones that would change the output (logit_bias, constrained decoding, logprobs...) are
+declared only so that a non-neutral value is refused instead of silently dropped. Fields
+nobody declared are ignored, as OpenAI-compatible servers do.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class _OpenAICommon(_Body):
     presence_penalty: float | None = None
     repetition_penalty: float | None = None
     user: str | None = None
+    # Declared to be refused when set (they would change the output): see check_unsupported.
+    logit_bias: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    stop_token_ids: list[int] | None = None
     # SGLang extras: per-request engine metadata.
     return_meta_info: bool = False
     return_commit_lengths: bool = False
@@ -70,7 +78,7 @@ class ChatCompletionRequest(_OpenAICommon):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     separate_reasoning: bool = True
-    stream_reasoning: bool = True
+    stream_reasoning: bool = True  # False: reasoning_content arrives in one chunk at the end
 
 
 class SamplingParams(_Body):
@@ -85,6 +93,13 @@ class SamplingParams(_Body):
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     repetition_penalty: float | None = None
+    n: int = 1
+    # Declared to be refused when set (they would change the output): see check_unsupported.
+    stop_token_ids: list[int] | None = None
+    regex: str | None = None
+    json_schema: str | None = None
+    ebnf: str | None = None
+    no_stop_trim: bool = False
 
 
 class GenerateRequest(_Body):
@@ -97,6 +112,11 @@ class GenerateRequest(_Body):
     return_text_in_logprobs: bool = False
     return_commit_lengths: bool = False
     return_round_stats: bool = False
+    # Only meaningful with return_logprob, which is refused; SGLang's clients send them anyway.
+    logprob_start_len: int | None = None
+    top_logprobs_num: int | None = None
+    return_hidden_states: bool = False
+    lora_path: Any = None
 
 
 class TokenizeRequest(_Body):

@@ -136,17 +136,103 @@ async def read_json(request: Request) -> dict:
         if size > MAX_BODY_BYTES:
             raise _too_large()
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return parse_json_body(b"".join(chunks))
+
+
+MAX_JSON_DEPTH = 64        # arrays/objects inside each other; real requests (tool schemas) stay far below
+MAX_JSON_INT = 2 ** 63     # integers at or beyond int64 are refused, not carried as bignums
+
+
+def parse_json_body(raw: bytes) -> dict:
+    """A request body as a JSON object, or a 400 naming what is wrong with it.
+
+    Stricter than `json.loads` in every way that used to reach the engine as a 500: the
+    bytes must be UTF-8 (RFC 8259; no UTF-16 guessing, no encoded surrogates), the text may
+    not hold NaN/Infinity or numbers outside int64/float range, nesting is bounded, and no
+    string (or key) may hold a lone surrogate escape such as "\\udcff", which no tokenizer
+    can encode.
+    """
     if not raw.strip():
         raise APIError("The request body is empty; send a JSON object.", code="invalid_json")
     try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        detail = e.msg if isinstance(e, json.JSONDecodeError) else "it is not UTF-8"
-        raise APIError(f"The request body is not valid JSON ({detail}).", code="invalid_json") from None
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise APIError(f"The request body is not valid UTF-8 (byte {e.start} is not "
+                       f"allowed there); send JSON encoded as UTF-8.", code="invalid_json") from None
+    try:
+        body = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int,
+                          parse_float=_finite_float)
+    except json.JSONDecodeError as e:
+        raise APIError(f"The request body is not valid JSON ({e.msg} at character {e.pos}).",
+                       code="invalid_json") from None
+    except RecursionError:
+        raise _too_deep() from None
     if not isinstance(body, dict):
         raise APIError("The request body must be a JSON object.", code="invalid_json")
+    _check_json_values(body)
     return body
+
+
+def _refuse_constant(name: str):
+    raise APIError(f"The request body holds {name}, which JSON does not allow; send a finite "
+                   f"number.", code="invalid_json")
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > 19 or not -MAX_JSON_INT < (value := int(digits)) < MAX_JSON_INT:
+        shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits)} digits)"
+        raise APIError(f"The number {shown} in the request body is too large; integers must "
+                       f"fit in 64 bits.", code="invalid_json")
+    return value
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if value in (float("inf"), float("-inf")):
+        shown = digits if len(digits) <= 24 else digits[:20] + "..."
+        raise APIError(f"The number {shown} in the request body is out of range for a "
+                       f"floating-point value.", code="invalid_json")
+    return value
+
+
+def _too_deep() -> APIError:
+    return APIError(f"The request body is nested more than {MAX_JSON_DEPTH} arrays/objects "
+                    f"deep.", code="invalid_json")
+
+
+def _check_json_values(body: dict) -> None:
+    """Bound the nesting and refuse lone surrogates, naming the field (iterative: no
+    recursion for a hostile body to exhaust)."""
+    stack: list[tuple[Any, int, str | None]] = [(body, 1, None)]
+    while stack:
+        value, depth, where = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _too_deep()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                name = key if where is None else f"{where}.{key}"
+                _check_text(key, name)
+                if isinstance(item, str):
+                    _check_text(item, name)
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, depth + 1, name))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, str):
+                    _check_text(item, f"{where}[{i}]")
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, depth + 1, f"{where}[{i}]"))
+
+
+def _check_text(text: str, param: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise APIError(f"The string in '{param}' holds a lone surrogate (\\u{ord(text[e.start]):04x} "
+                       f"at character {e.start}), which is not valid Unicode.", param=param,
+                       code="invalid_unicode") from None
 
 
 def _too_large() -> APIError:
@@ -243,14 +329,23 @@ def check_model(state: ServerState, name: str | None) -> None:
 
 def check_sampling(*, temperature, n=1, min_tokens=0, frequency_penalty=None,
                    presence_penalty=None, repetition_penalty=None, logprobs=False,
-                   min_field="min_tokens", logprobs_field="logprobs") -> None:
+                   top_p=None, top_k=None, min_field="min_tokens", logprobs_field="logprobs",
+                   prefix="") -> None:
     if temperature is not None and temperature != 0:
         raise APIError(f"temperature {temperature:g} is not supported: this engine decodes "
-                       f"greedily only, so send temperature 0 or omit it.", param="temperature",
+                       f"greedily only, so send temperature 0 or omit it.",
+                       param=f"{prefix}temperature",
                        code="unsupported_temperature")
     if n != 1:
         raise APIError(f"n={n} is not supported: greedy decoding gives one completion per "
-                       f"request, so send n=1.", param="n")
+                       f"request, so send n=1.", param=f"{prefix}n")
+    # Greedy decoding keeps the argmax under any valid top_p/top_k, so these only need to
+    # be valid (the ranges SGLang and vLLM enforce).
+    if top_p is not None and not 0 < top_p <= 1:
+        raise APIError(f"top_p must be in (0, 1], got {top_p:g}.", param=f"{prefix}top_p")
+    if top_k is not None and top_k < -1:
+        raise APIError(f"top_k must be -1 (no limit), 0 or a positive count, got {top_k}.",
+                       param=f"{prefix}top_k")
     if min_tokens:
         raise APIError(f"{min_field} is not supported; use ignore_eos with max_tokens for an "
                        f"exact output length.", param=min_field)
@@ -258,10 +353,37 @@ def check_sampling(*, temperature, n=1, min_tokens=0, frequency_penalty=None,
                                  ("presence_penalty", presence_penalty, 0),
                                  ("repetition_penalty", repetition_penalty, 1)):
         if value is not None and value != neutral:
-            raise APIError(f"{name} is not supported by this greedy engine; omit it.", param=name)
+            raise APIError(f"{name} is not supported by this greedy engine; omit it.",
+                           param=f"{prefix}{name}")
     if logprobs:
         raise APIError(f"{logprobs_field} is not supported by this engine; omit it.",
                        param=logprobs_field)
+
+
+def check_unsupported(req: BaseModel, fields: dict[str, Callable[[Any], bool]],
+                      prefix: str = "") -> None:
+    """400 for the first declared field whose value is not neutral (fields maps a name to
+    "this value is neutral"): a field that would change the output is never dropped."""
+    for name, neutral in fields.items():
+        value = getattr(req, name)
+        if not neutral(value):
+            raise APIError(f"{prefix}{name} is not supported by this engine; omit it.",
+                           param=f"{prefix}{name}", code="unsupported_parameter")
+
+
+def _unset(value) -> bool:
+    return value is None or value == [] or value == {}
+
+
+def _text_format(value) -> bool:
+    return value is None or value.get("type") == "text"
+
+
+OPENAI_UNSUPPORTED = {"logit_bias": _unset, "response_format": _text_format,
+                      "stop_token_ids": _unset}
+SAMPLING_UNSUPPORTED = {"stop_token_ids": _unset, "regex": _unset, "json_schema": _unset,
+                        "ebnf": _unset, "no_stop_trim": lambda v: not v}
+GENERATE_UNSUPPORTED = {"return_hidden_states": lambda v: not v, "lora_path": _unset}
 
 
 def check_ids(state: ServerState, ids: list[int], param: str) -> None:
@@ -316,10 +438,30 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 def check_openai_request(state: ServerState, req: Any) -> None:
     """The checks both OpenAI endpoints share: the model name and the sampling fields."""
     check_model(state, req.model)
+    # Completions' logprobs is a count where 0 still asks for the chosen token's logprob.
+    logprobs = req.logprobs is not None if isinstance(req, CompletionRequest) else req.logprobs
     check_sampling(temperature=req.temperature, n=req.n, min_tokens=req.min_tokens,
                    frequency_penalty=req.frequency_penalty,
                    presence_penalty=req.presence_penalty,
-                   repetition_penalty=req.repetition_penalty, logprobs=req.logprobs)
+                   repetition_penalty=req.repetition_penalty, logprobs=logprobs,
+                   top_p=req.top_p, top_k=req.top_k)
+    check_unsupported(req, OPENAI_UNSUPPORTED)
+
+
+def check_chat_options(state: ServerState, req: ChatCompletionRequest) -> None:
+    """The chat-only fields that cannot be honoured here are refused, not dropped."""
+    if req.top_logprobs:
+        raise APIError("top_logprobs is not supported by this engine; omit it.",
+                       param="top_logprobs", code="unsupported_parameter")
+    if not req.tools or req.tool_choice == "none":
+        return
+    if not state.args.tool_call_parser:
+        raise APIError("tools need a server started with --tool-call-parser; without one "
+                       "tool calls are not parsed, so omit tools or set tool_choice 'none'.",
+                       param="tools", code="unsupported_parameter")
+    if req.tool_choice not in (None, "auto"):
+        raise APIError("Only tool_choice 'auto' or 'none' is supported: this engine cannot "
+                       "force a tool call.", param="tool_choice", code="unsupported_parameter")
 
 
 class OpenAIJob(NamedTuple):
@@ -463,7 +605,7 @@ def create_app(state: ServerState) -> FastAPI:
         text = req.prompt if req.prompt is not None else req.text
         if text is None:
             raise APIError("Send the text to tokenize as 'prompt'.", param="prompt")
-        ids = state.tokenizer.encode(text)
+        ids = state.tokenizer.encode(text, add_special_tokens=req.add_special_tokens)
         return {"tokens": ids, "count": len(ids), "max_model_len": state.context_length}
 
     @app.post("/detokenize")
@@ -555,6 +697,7 @@ def create_app(state: ServerState) -> FastAPI:
         t0 = time.perf_counter()
         req = parse_body(ChatCompletionRequest, await read_json(request))
         check_openai_request(state, req)
+        check_chat_options(state, req)
         try:
             prompt = render_chat([m.model_dump() for m in req.messages])
         except ValueError as e:
@@ -567,7 +710,7 @@ def create_app(state: ServerState) -> FastAPI:
         params = GenParams(ids, max_tokens, ignore_eos=req.ignore_eos, stop=stop_list(req.stop),
                            stream=req.stream)
         reasoning = state.args.reasoning_parser if req.separate_reasoning else None
-        tools_on = bool(state.args.tool_call_parser and req.tools and req.tool_choice != "none")
+        tools_on = bool(req.tools and req.tool_choice != "none")  # a parser is checked above
         job = await start_openai_job(state, request, req, params, t0, "chatcmpl")
         if job is None:
             return Response(status_code=499)
@@ -611,6 +754,7 @@ def create_app(state: ServerState) -> FastAPI:
             rparser = StreamingReasoningParser(reasoning) if reasoning else None
             held = ""          # content withheld because it may be a tool call
             holding = False
+            reasoning_held = ""  # all reasoning, when stream_reasoning is false
             event = first
             try:
                 yield chunk({"role": "assistant", "content": ""})
@@ -624,8 +768,12 @@ def create_app(state: ServerState) -> FastAPI:
                         return
                     r_delta, c_delta = (rparser.feed(text, final=final) if rparser
                                         else ("", text))
-                    if r_delta:
+                    if r_delta and not req.stream_reasoning:
+                        reasoning_held += r_delta
+                    elif r_delta:
                         yield chunk({"reasoning_content": r_delta})
+                    if final and reasoning_held:
+                        yield chunk({"reasoning_content": reasoning_held})
                     if tools_on:
                         held += c_delta
                         c_delta = ""
@@ -676,11 +824,14 @@ def create_app(state: ServerState) -> FastAPI:
         t0 = time.perf_counter()
         req = parse_body(GenerateRequest, await read_json(request))
         sp = req.sampling_params
-        check_sampling(temperature=sp.temperature, min_tokens=sp.min_new_tokens,
+        check_sampling(temperature=sp.temperature, n=sp.n, min_tokens=sp.min_new_tokens,
                        frequency_penalty=sp.frequency_penalty, presence_penalty=sp.presence_penalty,
                        repetition_penalty=sp.repetition_penalty, logprobs=req.return_logprob,
+                       top_p=sp.top_p, top_k=sp.top_k,
                        min_field="sampling_params.min_new_tokens",
-                       logprobs_field="return_logprob")
+                       logprobs_field="return_logprob", prefix="sampling_params.")
+        check_unsupported(sp, SAMPLING_UNSUPPORTED, prefix="sampling_params.")
+        check_unsupported(req, GENERATE_UNSUPPORTED)
         if (req.text is None) == (req.input_ids is None):
             raise APIError("Send exactly one of 'text' or 'input_ids'.", param="text")
         if req.input_ids is not None:
@@ -692,7 +843,7 @@ def create_app(state: ServerState) -> FastAPI:
                                      default=GENERATE_DEFAULT_MAX_NEW_TOKENS,
                                      param="sampling_params.max_new_tokens")
         params = GenParams(ids, max_new, ignore_eos=sp.ignore_eos, stop=stop_list(sp.stop),
-                           stream=req.stream)
+                           stream=req.stream, skip_special_tokens=sp.skip_special_tokens)
         runner = Runner(state, request, params, t0)
         if req.rid:
             runner.job.rid = req.rid

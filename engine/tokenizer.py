@@ -76,11 +76,11 @@ class Tokenizer:
             raise ValueError(f"{path}/tokenizer.json has no end-of-text token")
         return cls(hf, eos, hf.token_to_id(MASK_TOKEN))
 
-    def encode(self, text: str) -> list[int]:
-        return self.hf.encode(text, add_special_tokens=False).ids
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        return self.hf.encode(text, add_special_tokens=add_special_tokens).ids
 
-    def decode(self, ids: list[int]) -> str:
-        return self.hf.decode(list(ids), skip_special_tokens=True)
+    def decode(self, ids: list[int], *, skip_special_tokens: bool = True) -> str:
+        return self.hf.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def save(self, path: str | Path) -> None:
         path = Path(path)

@@ -37,6 +37,7 @@ class GenParams:
     ignore_eos: bool = False
     stop: list[str] = field(default_factory=list)
     stream: bool = False
+    skip_special_tokens: bool = True  # False: special tokens are in the text (not the final EOS)
 
 
 @dataclass
@@ -239,7 +240,11 @@ class EngineWorker:
         t_started = time.perf_counter()
         if job.cancelled.is_set():
             return self._aborted(job, t_started)
-        tracker = TextTracker(self.tokenizer, p.stop) if (p.stop or p.stream) else None
+        tracker = (TextTracker(self.tokenizer, p.stop, skip_special_tokens=p.skip_special_tokens)
+                   if (p.stop or p.stream) else None)
+        # The EOS that ends a request is not part of its text (SGLang trims the matched stop
+        # token); with skip_special_tokens it decodes to nothing anyway.
+        eos_ends = () if p.ignore_eos else self.eos_token_ids
         out: list[int] = []
         rounds: list = []
         finish, matched = "length", None
@@ -274,13 +279,14 @@ class EngineWorker:
                 stop_hit = False
                 if tracker is not None and p.stop:
                     for i, tok in enumerate(tokens):
-                        if tracker.add(tok):
+                        if tok not in eos_ends and tracker.add(tok):
                             tokens = tokens[: i + 1]
                             stop_hit = True
                             break
                 elif tracker is not None:
                     for tok in tokens:
-                        tracker.add(tok)
+                        if tok not in eos_ends:
+                            tracker.add(tok)
                 out.extend(tokens)
                 if step.stats is not None and job.count_in_metrics:
                     line = self.stats.on_round(
@@ -310,9 +316,10 @@ class EngineWorker:
             gen.close()
         t_finished = t_prev if finish != "abort" else time.perf_counter()
         if tracker is None:
-            tracker = TextTracker(self.tokenizer)
+            tracker = TextTracker(self.tokenizer, skip_special_tokens=p.skip_special_tokens)
             for tok in out:
-                tracker.add(tok)
+                if tok not in eos_ends:
+                    tracker.add(tok)
         tracker.flush()
         if p.stream and job.on_delta is not None and finish != "abort":
             rest = tracker.take(final=True)
