@@ -230,30 +230,39 @@ class SpecConsoleApp(App[int]):
             self._run_live()
         self._read_server_info()
 
+    def session_service(self) -> EngineService:
+        """The connected host's service; a ConsoleError before a host is open."""
+        if self.service is None:
+            raise ConsoleError("Not connected to a host yet; pick one first.")
+        return self.service
+
     # -- background reads -----------------------------------------------------------
 
     @work(group="poll", exclusive=True, exit_on_error=False, description="status")
     async def _poll_status(self) -> None:
-        """Read the service state every few seconds; a slow or dead link shows a banner."""
-        assert self.service is not None
+        """Read the service state every few seconds; a slow or dead link shows a banner.
+        Any other error is shown once, not every poll."""
+        service = self.service
+        if service is None:
+            return
         down_since: float | None = None
+        last_error = ""
         while True:
-            if not self.service.busy:
+            if not service.busy:
                 try:
-                    status = await asyncio.wait_for(
-                        self.service.status(), self.settings.link_timeout_s
-                    )
+                    status = await asyncio.wait_for(service.status(), self.settings.link_timeout_s)
                 except (TransportError, TimeoutError) as exc:
                     down_since = down_since or time.monotonic()
                     reason = str(exc) if isinstance(exc, TransportError) else "no answer in time"
                     self.link_down = (
                         f"Link to {self.host} is down ({reason.rstrip('.')}); reconnecting…"
                     )
-                except ConsoleError as exc:
-                    self.notify(str(exc), severity="error")
                 except Exception as exc:
-                    self.notify(one_line(exc), severity="error")
+                    if one_line(exc) != last_error:
+                        last_error = one_line(exc)
+                        self.notify(last_error, severity="error")
                 else:
+                    last_error = ""
                     if down_since is not None:
                         self.notify(
                             f"Link to {self.host} is back after "
@@ -287,8 +296,7 @@ class SpecConsoleApp(App[int]):
 
     @work(group="lifecycle", exclusive=True, exit_on_error=False, description="lifecycle")
     async def _follow_lifecycle(self) -> None:
-        assert self.service is not None
-        async with self.service.subscribe() as events:
+        async with self.session_service().subscribe() as events:
             async for event in events:
                 self.lifecycle = event
 
@@ -298,10 +306,10 @@ class SpecConsoleApp(App[int]):
     async def _run_live(self) -> None:
         from console.tui.live_feed import feed_live
 
-        assert self.service is not None
+        service = self.session_service()
         while True:
             try:
-                await feed_live(self.service, self.ingest_live, self._set_live_series)
+                await feed_live(service, self.ingest_live, self._set_live_series)
             except ImportError:
                 return  # no live series in this installation: the charts stay empty
             except Exception as exc:
@@ -327,9 +335,8 @@ class SpecConsoleApp(App[int]):
         """The session's one measurement session: runs go to the history store, every
         measured request to the dashboard's table and the live series."""
         if self._measure is None:
-            assert self.service is not None
             self._measure = MeasureSession(
-                self.service,
+                self.session_service(),
                 store=self.run_store(),
                 on_sample=self._measured,
                 on_note=lambda text: self.notify(text, severity="warning"),
@@ -455,8 +462,7 @@ class SpecConsoleApp(App[int]):
     async def _rollback_diff(self) -> str:
         from console.service.flags import unified_diff
 
-        assert self.service is not None
-        store = await self.service.store()
+        store = await self.session_service().store()
         current, last_good = await store.current(), await store.last_good()
         if last_good is None:
             raise ConfigError(

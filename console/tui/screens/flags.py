@@ -161,19 +161,19 @@ class FlagsScreen(ViewScreen):
             box.value = value or ""
         self.query_one("#flag-check", Static).update("")
 
-    def _change_for(self, value: str) -> dict[str, str | None]:
-        assert self.selected is not None
-        return {**self.staged, self.selected: value.strip() or None}
+    def _change_for(self, name: str, value: str) -> dict[str, str | None]:
+        return {**self.staged, name: value.strip() or None}
 
     @on(Input.Changed, "#flag-value")
     def _typed(self, event: Input.Changed) -> None:
         if self.selected is not None:
-            self._check(self._change_for(event.value), stage=None)
+            self._check(self._change_for(self.selected, event.value), stage=None)
 
     @on(Input.Submitted, "#flag-value")
     def _submitted(self, event: Input.Submitted) -> None:
         if self.selected is not None:
-            self._check(self._change_for(event.value), stage=self.selected, delay=False)
+            changes = self._change_for(self.selected, event.value)
+            self._check(changes, stage=self.selected, delay=False)
 
     @work(group="flag-check", exclusive=True, exit_on_error=False, description="check flag")
     async def _check(
