@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from console.config import HostProfile, LaunchProfile, load_profile, save_profile
+from console.errors import FlagError
 from console.service import EngineService
 from console.transport import open_transport
 from console.tui.app import SpecConsoleApp
@@ -107,9 +108,13 @@ async def test_start_apply_fail_rollback_quit(local_profile: HostProfile) -> Non
             await wait_for(pilot, "the flags form", lambda: isinstance(app.screen, FlagsScreen))
             screen = app.screen
             await wait_for(pilot, "the schema", lambda: WINDOW in screen.specs)
-            await pilot.press("slash", *WINDOW, "enter", "enter", "4")
-            await wait_for(pilot, "the check", lambda: "block size" in text(app, "#flag-check"))
-            assert screen.staged == {}
+            await pilot.press("slash", *WINDOW, "enter", "enter", *"sixteen")
+            with pytest.raises(FlagError) as refused:  # what `specconsole set` would say
+                await app.service.plan({WINDOW: "sixteen"})
+            await wait_for(
+                pilot, "the check", lambda: str(refused.value) in text(app, "#flag-check")
+            )
+            assert text(app, "#flag-check").startswith("✗") and screen.staged == {}
 
             # A good one through the form: diff, apply, restart, ready, served.
             await set_flag(pilot, WINDOW, "16")
