@@ -6,7 +6,14 @@ before Python 3.10, or vLLM's per-config group titles), and per option an invoca
 (`--flag {A,B}`, `--flag FLAG`, `--flag, --no-flag`, `--flag FLAG [FLAG ...]`) followed
 by help text, either on the same line after two spaces or on indented lines below.
 Types are not printed by argparse; they are inferred from choices, the default and the
-metavar, and curated notes override them for the flags that matter.
+metavar, and curated notes override them for the flags that matter. This is the fallback
+for when the engine's parser cannot be built on the host (`introspect.py`): SGLang prints
+no defaults at all, so from its help text every valued flag without choices is a string.
+
+On/off pairs are one switch: `--x, --no-x` (BooleanOptionalAction) and vLLM's
+`--enable-x, --disable-x` are printed like aliases but mean opposite things. Text after
+the options at the left margin is an epilog (vLLM's `--help=all` ends with a JSON tip
+whose indented `--json-arg ...` examples are not flags).
 """
 
 from __future__ import annotations
@@ -23,7 +30,11 @@ _TAG_TYPES: dict[str, FlagType] = {
 }  # fmt: skip
 _DEFAULT_RE = re.compile(r"\(default:\s*(.*?)\)\s*$", re.S)
 _OPTION_LINE_RE = re.compile(r"^(\s{1,8})(-{1,2}[A-Za-z0-9].*)$")
-_SECTION_RE = re.compile(r"^\S.*:\s*$")
+# A section title is short (`options:`, `ModelConfig:`, `positional arguments:`); an
+# epilog sentence that happens to end in a colon is not one.
+_SECTION_RE = re.compile(r"^\S[^:]{0,60}:\s*$")
+_MAX_SECTION_WORDS = 4
+_PAIR_PREFIXES = (("enable-", "disable-"), ("disable-", "enable-"))
 
 
 def _split_invocation(text: str) -> tuple[str, str]:
@@ -75,17 +86,24 @@ def _make_spec(invocation: str, help_lines: list[str]) -> FlagSpec | None:
         choices = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
     multiple = "..." in metavar
     names = [o[2:] for o in long_opts]
-    # BooleanOptionalAction prints `--x, --no-x`: one bool flag that can be negated.
-    negatable = any(f"no-{n}" in names for n in names)
-    names = [n for n in names if not (n.startswith("no-") and n[3:] in names)]
+    switch, off = None, None
+    if not metavar:
+        switch = "store_true"
+        # BooleanOptionalAction prints `--x, --no-x`: one switch with an off spelling.
+        if any(f"no-{n}" in names for n in names):
+            switch, off = "negatable", f"no-{names[0]}"
+        # vLLM's `--enable-x, --disable-x` (either first): opposite values, not aliases.
+        for on_prefix, off_prefix in _PAIR_PREFIXES:
+            pair = off_prefix + names[0].removeprefix(on_prefix)
+            if names[0].startswith(on_prefix) and pair in names[1:]:
+                switch, off = "enable_disable", pair
+        names = [n for n in names if n != off]
     flag_type = _infer_type(choices, default, metavar)
     if m := _TYPE_TAG_RE.match(help_text):
         flag_type = _TAG_TYPES[m.group(1)]
         help_text = help_text[m.end() :]
-    if negatable:
+    if switch is not None:
         flag_type = "bool"
-    if flag_type == "bool" and default is None:
-        default = "False"
     return FlagSpec(
         name=names[0],
         type=flag_type,
@@ -94,15 +112,22 @@ def _make_spec(invocation: str, help_lines: list[str]) -> FlagSpec | None:
         help=help_text,
         aliases=tuple(names[1:]),
         multiple=multiple,
-        negatable=negatable,
+        negatable=switch == "negatable",
+        switch=switch,
+        off_option=off,
     )
+
+
+def _is_section(line: str) -> bool:
+    return bool(_SECTION_RE.match(line)) and len(line.split()) <= _MAX_SECTION_WORDS
 
 
 def parse_help(text: str, source: str = "") -> FlagSchema:
     """Every long option in an argparse help text; positional arguments are skipped."""
-    schema = FlagSchema(source=source)
+    schema = FlagSchema(source=source, source_kind="help")
     in_usage = False
     in_positionals = False
+    in_epilog = False
     invocation: str | None = None
     option_indent = 0
     help_lines: list[str] = []
@@ -126,11 +151,16 @@ def parse_help(text: str, source: str = "") -> FlagSchema:
                 continue
         if not line:
             continue
-        if _SECTION_RE.match(line):
+        if _is_section(line):
             flush()
             in_positionals = line.lower().startswith("positional")
+            in_epilog = False
             continue
-        if in_positionals:
+        if not line[0].isspace():
+            flush()  # a group description or the epilog, up to the next section title
+            in_epilog = True
+            continue
+        if in_positionals or in_epilog:
             continue
         if m := _OPTION_LINE_RE.match(line):
             flush()

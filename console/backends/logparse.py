@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class LoadingProgress:
-    """`Loading safetensors checkpoint shards:  50% Completed | 1/2 [...]` (SGLang, vLLM)."""
+    """A weight-loading bar: `<desc>:  50% Completed | 1/2 [...]` (SGLang, vLLM).
+
+    SGLang's default loader says `Multi-thread loading shards`, its others and vLLM say
+    `Loading safetensors checkpoint shards` (vLLM adds ` (eager)` with the eager strategy);
+    all share SGLang's/vLLM's tqdm `BAR_FORMAT`.
+    """
 
     percent: int
     done: int
@@ -57,11 +62,44 @@ class SpecDecodingMetrics:
     draft_acceptance_rate: float | None  # percent; None when vLLM printed nan
 
 
-LogEvent = LoadingProgress | Ready | DecodeStats | SpecDecodingMetrics
+@dataclass(frozen=True)
+class PrefillStats:
+    """SGLang's `Prefill batch ...` line: one per prefill batch (our engine prints none)."""
+
+    new_seq: int
+    new_token: int
+    cached_token: int | None
+    token_usage: float | None
+    running_req: int | None
+    queue_req: int | None
+    input_throughput: float | None  # tokens/s since the previous prefill line; newer only
+    graph: bool | None
+    forward_ct: int | None
+
+
+@dataclass(frozen=True)
+class EngineThroughput:
+    """vLLM's periodic `Avg prompt throughput: ... GPU KV cache usage: x%` line."""
+
+    prompt_throughput: float  # tokens/s over the logging interval (wall clock)
+    generation_throughput: float
+    running_req: int
+    waiting_req: int
+    kv_cache_usage: float | None  # percent
+    kv_cache_device: str | None  # `GPU`, `XPU`, ...
+    prefix_cache_hit_rate: float | None  # percent
+    preemptions: int | None
+
+
+LogEvent = (
+    LoadingProgress | Ready | DecodeStats | SpecDecodingMetrics | PrefillStats | EngineThroughput
+)
 
 _LOADING_RE = re.compile(
-    r"Loading safetensors checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)"
+    r"(?:Loading safetensors checkpoint shards(?: \([\w -]+\))?|Multi-thread loading shards"
+    r"|Loading pt checkpoint shards|Loading weights):\s*(\d+)% Completed \| (\d+)/(\d+)"
 )
+_PREFILL_RE = re.compile(r"Prefill batch(?: \[(\d+)\])?[.,]\s*(.*)$")
 _DECODE_RE = re.compile(r"Decode batch(?: \[(\d+)\])?[.,]\s*(.*)$")
 # `key: value` pairs of the decode line; keys may contain spaces, `#`, `(token/s)`.
 _PAIR_RE = re.compile(r"(#?[A-Za-z][\w .-]*?(?: \([^)]*\))?): ([^,]+)")
@@ -122,6 +160,65 @@ def parse_sglang_decode(line: str) -> DecodeStats | None:
         queue_req=int(queue),
         graph=None if graph_raw is None else graph_raw == "True",
         forward_ct=int(m.group(1)) if m.group(1) else None,
+    )
+
+
+def parse_sglang_prefill(line: str) -> PrefillStats | None:
+    m = _PREFILL_RE.search(_last_segment(line))
+    if m is None:
+        return None
+    pairs = {k.strip(): v.strip() for k, v in _PAIR_RE.findall(m.group(2))}
+    new_seq = _num(pairs, "#new-seq", int)
+    new_token = _num(pairs, "#new-token", int)
+    if new_seq is None or new_token is None:
+        return None
+    usage = _num(pairs, "token usage")
+    if usage is None:
+        usage = _num(pairs, "full token usage")
+    graph_raw = next((v for k, v in pairs.items() if k.endswith(" graph")), None)
+    running = _num(pairs, "#running-req", int)
+    queue = _num(pairs, "#queue-req", int)
+    cached = _num(pairs, "#cached-token", int)
+    return PrefillStats(
+        new_seq=int(new_seq),
+        new_token=int(new_token),
+        cached_token=None if cached is None else int(cached),
+        token_usage=usage,
+        running_req=None if running is None else int(running),
+        queue_req=None if queue is None else int(queue),
+        input_throughput=_num(pairs, "input throughput (token/s)"),
+        graph=None if graph_raw is None else graph_raw == "True",
+        forward_ct=int(m.group(1)) if m.group(1) else None,
+    )
+
+
+_THROUGHPUT_RE = re.compile(
+    r"Avg prompt throughput: ([\d.]+|nan) tokens/s, Avg generation throughput: ([\d.]+|nan) "
+    r"tokens/s, Running: (\d+) reqs?, (?:Swapped: \d+ reqs?, )?(?:Pending|Waiting): (\d+) reqs?"
+)
+_KV_USAGE_RE = re.compile(r"(?:(\w+) KV cache usage|KV cache usage): ([\d.]+|nan)%")
+_PREFIX_HIT_RE = re.compile(r"(?<!External )Prefix cache hit rate: ([\d.]+|nan)%")
+_PREEMPTIONS_RE = re.compile(r"Preemptions: (\d+)")
+
+
+def parse_vllm_throughput(line: str) -> EngineThroughput | None:
+    """vLLM's engine line; older releases said `Pending:` and `Swapped:`, and `GPU KV cache
+    usage` was a fixed label before the device became a `%s`."""
+    m = _THROUGHPUT_RE.search(line)
+    if m is None:
+        return None
+    kv = _KV_USAGE_RE.search(line, m.end())
+    hit = _PREFIX_HIT_RE.search(line, m.end())
+    pre = _PREEMPTIONS_RE.search(line, m.end())
+    return EngineThroughput(
+        prompt_throughput=_float_or_none(m.group(1)) or 0.0,
+        generation_throughput=_float_or_none(m.group(2)) or 0.0,
+        running_req=int(m.group(3)),
+        waiting_req=int(m.group(4)),
+        kv_cache_usage=_float_or_none(kv.group(2)) if kv else None,
+        kv_cache_device=kv.group(1) if kv and kv.group(1) else None,
+        prefix_cache_hit_rate=_float_or_none(hit.group(1)) if hit else None,
+        preemptions=int(pre.group(1)) if pre else None,
     )
 
 

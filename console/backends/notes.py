@@ -38,11 +38,26 @@ DRAFT_WINDOW = CuratedFlag(
     minimum=1,
 )
 NUM_DRAFT_TOKENS = CuratedFlag(
-    ("speculative-num-draft-tokens", "speculative-dflash-block-size"),
+    ("speculative-num-draft-tokens",),
     "DFlash block size: tokens per verify window including the bonus token. Unset = read "
     "from the draft model's config (fallback 16).",
     type="int",
     role="block_size",
+    minimum=1,
+)
+DFLASH_BLOCK_SIZE = CuratedFlag(
+    ("speculative-dflash-block-size",),
+    "DFlash block size under its DFlash-only name; must equal --speculative-num-draft-tokens "
+    "when both are given, so set one of them.",
+    type="int",
+    minimum=1,
+)
+CUDA_GRAPH_MAX_BS = CuratedFlag(
+    ("cuda-graph-max-bs-decode", "cuda-graph-max-bs"),
+    "Largest decode batch captured in a CUDA graph; bigger batches run eagerly. Older "
+    "releases had one --cuda-graph-max-bs for decode and prefill (the prefill limit is now "
+    "--cuda-graph-max-bs-prefill).",
+    type="int",
     minimum=1,
 )
 TREE_BUDGET = CuratedFlag(
@@ -86,8 +101,8 @@ PAGE_SIZE = CuratedFlag(
 )
 ALGORITHM = CuratedFlag(
     ("speculative-algorithm",),
-    "Speculative decoding method: DFLASH (linear block) or DDTREE (draft trees); NONE "
-    "decodes autoregressively.",
+    "Speculative decoding method, e.g. DFLASH (one drafted block verified per step); the "
+    "engine's own help lists what this version has.",
 )
 MODEL_PATH = CuratedFlag(("model-path", "model"), "Target model weights.", role="model_path")
 DRAFT_MODEL_PATH = CuratedFlag(
@@ -103,9 +118,9 @@ DECODE_LOG_INTERVAL = CuratedFlag(
 )
 
 SGLANG_NOTES: tuple[CuratedFlag, ...] = (
-    DRAFT_WINDOW, NUM_DRAFT_TOKENS, TREE_BUDGET, CONTEXT_LENGTH, REASONING_PARSER,
-    TOOL_CALL_PARSER, ATTENTION_BACKEND, DRAFT_ATTENTION_BACKEND, PAGE_SIZE, ALGORITHM,
-    MODEL_PATH, DRAFT_MODEL_PATH, PORT, HOST, DECODE_LOG_INTERVAL,
+    DRAFT_WINDOW, NUM_DRAFT_TOKENS, DFLASH_BLOCK_SIZE, TREE_BUDGET, CONTEXT_LENGTH,
+    REASONING_PARSER, TOOL_CALL_PARSER, ATTENTION_BACKEND, DRAFT_ATTENTION_BACKEND, PAGE_SIZE,
+    ALGORITHM, MODEL_PATH, DRAFT_MODEL_PATH, PORT, HOST, DECODE_LOG_INTERVAL, CUDA_GRAPH_MAX_BS,
 )  # fmt: skip
 
 VLLM_NOTES: tuple[CuratedFlag, ...] = (
@@ -119,7 +134,7 @@ VLLM_NOTES: tuple[CuratedFlag, ...] = (
     CuratedFlag(
         ("speculative-config",),
         'JSON, e.g. {"method": "dflash", "model": "...", "num_speculative_tokens": 15}; '
-        "num_speculative_tokens = block size - 1 (for ddtree it is the tree budget).",
+        "num_speculative_tokens = DFlash block size - 1.",
         type="json",
     ),
     CuratedFlag(("model",), "Target model weights.", role="model_path"),
@@ -130,10 +145,14 @@ VLLM_NOTES: tuple[CuratedFlag, ...] = (
     ),
     CuratedFlag(
         ("attention-backend",),
-        "Attention kernels; DFlash needs a non-causal-capable backend (e.g. FLASH_ATTN), "
-        "DDTree needs TREE_ATTN.",
+        "Attention kernels; DFlash needs a backend that runs non-causal drafts (e.g. FLASH_ATTN).",
     ),
     CuratedFlag(("block-size",), "KV cache block (page) size in tokens.", type="int", minimum=1),
+    CuratedFlag(
+        ("enable-prefix-caching",),
+        "Reuse the KV cache of shared prompt prefixes; off (--disable-prefix-caching) makes "
+        "every request prefill in full, which is what a clean step-time measurement wants.",
+    ),
     PORT,
     HOST,
 )
@@ -142,9 +161,13 @@ VLLM_NOTES: tuple[CuratedFlag, ...] = (
 def merge_notes(schema: FlagSchema, notes: tuple[CuratedFlag, ...]) -> dict[Role, str]:
     """Annotate `schema` in place; returns role -> the flag name this engine uses for it.
 
-    Where the engine lists an older spelling only, that spelling stays canonical (it is
-    what this installed version accepts) and the newer names become aliases, so a user
-    who types the new name still reaches the right flag.
+    A note only annotates a flag the engine has: nothing is added that this version
+    lacks. Where the engine lists an older spelling only, that spelling stays canonical
+    (it is what this installed version accepts) and the newer names become aliases. Where
+    it has the newest spelling, older ones are renames: a value stored under one (in a
+    profile, say) is launched under the new name, with a notice (`canonical_flags`).
+    A curated type only fills in for a schema from help text; the engine's own parser
+    knows its types better than a note.
     """
     roles: dict[Role, str] = {}
     for curated in notes:
@@ -155,15 +178,23 @@ def merge_notes(schema: FlagSchema, notes: tuple[CuratedFlag, ...]) -> dict[Role
         for other in present[1:]:
             schema.fold(other, into=name)
         spec: FlagSpec = schema.flags[name]
-        aliases = tuple(dict.fromkeys([*spec.aliases, *(n for n in curated.names if n != name)]))
+        position = curated.names.index(name)
+        newer = curated.names[:position]
+        older = curated.names[position + 1 :]
+        aliases = tuple(dict.fromkeys([*spec.aliases, *newer]))
+        from_parser = schema.source_kind == "parser"
         schema.replace(
             name,
             note=curated.note,
             tuned=True,
             aliases=aliases,
-            type=curated.type or spec.type,
+            type=spec.type if from_parser else curated.type or spec.type,
             minimum=curated.minimum,
         )
+        for old in older:
+            known = schema.resolve(old)
+            if known is None or known.name == name:
+                schema.rename(old, into=name)
         if curated.role:
             roles[curated.role] = name
     return roles

@@ -17,6 +17,8 @@ class VLLMBackend(Backend):
     notes = VLLM_NOTES
     model_flag = "model"
     draft_flag = None  # the drafter lives in --speculative-config
+    # Since 0.10 plain `--help` lists only the config groups; `--help=all` lists the flags.
+    help_args = ("--help=all", "--help")
 
     def initial_flags(self, profile: HostProfile) -> dict[str, FlagValue]:
         flags = super().initial_flags(profile)

@@ -1,7 +1,10 @@
 """Flag changes: parse `key=value`, validate against the schema, and diff.
 
 Everything here is pure except `ModelLimits.read`, which reads the models' config.json on
-the host. Validation errors are `FlagError`s raised before anything is written.
+the host. Validation errors are `FlagError`s raised before anything is written. These
+checks are the quick local ones (types, choices, the draft window against the block
+size); the engine's own parser then judges the whole command line on the host
+(`EngineService.plan`), and its words are what the user reads when it refuses.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -20,6 +24,18 @@ from console.transport.base import Transport, TransportError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+# What SGLang's and vLLM's `human_readable_int` take besides plain digits: `200k`, `1.5M`,
+# `32Ki` (the engine decides the exact meaning of each suffix), and vLLM's `auto`.
+_HUMAN_INT_RE = re.compile(r"\d+(\.\d+)?([kKmMgGtT]i?)|auto")
+
+
+class FlagValueError(FlagError):
+    """A value of the wrong type; carries the flag and the text for the engine's opinion."""
+
+    def __init__(self, message: str, spec: FlagSpec, raw: str) -> None:
+        super().__init__(message)
+        self.spec = spec
+        self.raw = raw
 
 
 def parse_assignments(items: list[str]) -> dict[str, str | None]:
@@ -61,34 +77,63 @@ def coerce(spec: FlagSpec, raw: str) -> FlagValue:
         try:
             value = int(raw.strip())
         except ValueError:
-            raise FlagError(f"{opt} expects a whole number, not {raw!r}.") from None
+            if not (spec.human and _HUMAN_INT_RE.fullmatch(raw.strip())):
+                raise FlagValueError(
+                    f"{opt} expects a whole number (int), not {raw!r}.", spec, raw
+                ) from None
+            value = raw.strip()  # `200k`: the engine's parser turns it into a number
     elif spec.type == "float":
         try:
             value = float(raw.strip())
         except ValueError:
-            raise FlagError(f"{opt} expects a number, not {raw!r}.") from None
+            raise FlagValueError(
+                f"{opt} expects a number (float), not {raw!r}.", spec, raw
+            ) from None
     elif spec.type == "json":
         try:
             json.loads(raw)
         except ValueError as exc:
-            raise FlagError(f"{opt} expects JSON, but {raw!r} does not parse ({exc}).") from None
+            raise FlagValueError(
+                f"{opt} expects JSON, but {raw!r} does not parse ({exc}).", spec, raw
+            ) from None
     if spec.minimum is not None and isinstance(value, int | float) and value < spec.minimum:
         raise FlagError(f"{opt} must be at least {spec.minimum:g}, not {value}.")
     return value
 
 
 def canonical_flags(schema: FlagSchema, flags: dict[str, FlagValue]) -> dict[str, FlagValue]:
-    """Flags keyed by the spelling this engine uses (an old `--...-dflash-...` name, say)."""
-    out: dict[str, FlagValue] = {}
+    """Flags keyed by the spelling this engine uses (renames applied, off spellings of a
+    switch turned into the switch with the opposite value); see `FlagSchema.canonical`."""
+    return schema.canonical(flags)[0]
+
+
+def engine_parsed_ints(
+    schema: FlagSchema, flags: dict[str, FlagValue], values: dict[str, object]
+) -> dict[str, FlagValue]:
+    """`context-length = "200k"` as the number the engine's own parser made of it."""
+    out = dict(flags)
     for name, value in flags.items():
         spec = schema.resolve(name)
-        out[spec.name if spec else normalize_flag_name(name)] = value
+        if spec is None or spec.type != "int" or not isinstance(value, str):
+            continue
+        parsed = values.get(spec.name.replace("-", "_"))
+        if isinstance(parsed, int) and not isinstance(parsed, bool):
+            out[name] = parsed
     return out
 
 
 def unknown_flag(schema: FlagSchema, key: str, where: str) -> FlagError:
-    close = difflib.get_close_matches(key, schema.names(), n=1, cutoff=0.6)
-    hint = f" (did you mean --{close[0]}?)" if close else ""
+    names = [n for n in schema.names() if not schema.flags[n].hidden]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    if not close:  # `windw-size`: a word of the flag may still be there
+        words = set(key.split("-"))
+        close = [n for n in names if len(words & set(n.split("-"))) >= 2][:3]
+    if len(close) == 1:
+        hint = f" (did you mean --{close[0]}?)"
+    elif close:
+        hint = " (closest: " + ", ".join(f"--{c}" for c in close) + ")"
+    else:
+        hint = ""
     return FlagError(f"--{key} is not a flag of {where}{hint}; nothing was changed.")
 
 
@@ -155,8 +200,11 @@ def apply_changes(
             raise unknown_flag(schema, key, where)
         if raw is None:
             new.pop(spec.name, None)
-        else:
-            new[spec.name] = coerce(spec, raw)
+            continue
+        value = coerce(spec, raw)
+        if isinstance(value, bool) and schema.is_off_spelling(key):
+            value = not value  # `disable-prefix-caching=true` is `enable-prefix-caching` off
+        new[spec.name] = value
     check_consistency(new, roles, limits)
     return new
 

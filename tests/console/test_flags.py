@@ -70,9 +70,9 @@ def test_apply_changes_types_aliases_and_unset(sglang) -> None:
     [
         (
             {"speculative-draft-windw-size": "64"},
-            "not a flag of sglang on gpu1 (did you mean --speculative-draft-window-size?)",
+            "not a flag of sglang on gpu1 (closest: --speculative-draft-window-size, ",
         ),
-        ({"context-length": "lots"}, "--context-length expects a whole number, not 'lots'"),
+        ({"context-length": "lots"}, "--context-length expects a whole number (int), not 'lots'"),
         ({"speculative-algorithm": "dflash"}, "did you mean DFLASH?"),
         ({"attention-backend": "cudnn"}, "choose one of flashinfer"),
         ({"trust-remote-code": "maybe"}, "is a switch"),

@@ -41,9 +41,8 @@ def test_sglang_help_types_choices_aliases_and_nargs() -> None:
     assert roles["context_length"] == "context-length"
     # The hidden deprecated spelling is not listed, but typing it reaches the new flag.
     assert schema.resolve("speculative-dflash-draft-window-size").name == window.name
-    # Both block-size spellings are listed: one flag, the new spelling canonical.
-    assert schema.resolve("speculative-dflash-block-size").name == "speculative-num-draft-tokens"
-    assert "speculative-dflash-block-size" not in schema.flags
+    # SGLang's DFlash-only block-size name is a flag of its own, not a spelling of another.
+    assert schema.resolve("speculative-dflash-block-size").name == "speculative-dflash-block-size"
 
 
 def test_old_sglang_keeps_its_own_spelling_for_the_window() -> None:
@@ -66,8 +65,8 @@ def test_vllm_help_groups_defaults_and_boolean_optional() -> None:
     block = schema.resolve("block-size")
     assert block.type == "int" and block.choices == ("1", "8", "16", "32", "64", "128")
     eager = schema.resolve("enforce-eager")
-    assert eager.type == "bool" and eager.negatable
-    assert schema.resolve("no-enforce-eager") is None
+    assert eager.type == "bool" and eager.negatable and eager.off_option == "no-enforce-eager"
+    assert schema.resolve("no-enforce-eager") is eager and schema.is_off_spelling("no-enforce-eager")
     assert flags_to_argv({"enforce-eager": False}, schema) == ["--no-enforce-eager"]
     assert schema.resolve("speculative-config").type == "json"
     assert roles["context_length"] == "max-model-len"
