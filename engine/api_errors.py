@@ -56,11 +56,11 @@ class APIError(Exception):
 
 
 def _printable(text: str | None) -> str | None:
-    """Text that a JSON response can always encode: a lone surrogate taken from the request
-    (a key, a model name) is shown as its escape instead of failing the error response."""
-    if text is None or text.isascii():
+    """One line that a JSON response can always encode: a control character or a lone
+    surrogate taken from the request (a key, a model name) is shown as its escape."""
+    if text is None or text.isprintable():
         return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def error_body(message: str, *, status: int = 400, param: str | None = None,
