@@ -198,3 +198,17 @@ def test_parser_and_bench_group_load_without_textual() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_missing_browser_or_tmux_fails_in_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.tui.conftest_web import require
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        require(False, "chromium")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        require(False, "chromium")
+    require(True, "chromium")  # present: nothing happens
