@@ -213,7 +213,14 @@ class DashboardScreen(ViewScreen):
         self.query_one("#chart-tok", Chart).set_series(lines["tok"])
         self.query_one("#chart-commit", Chart).set_series(lines["commit"])
         self.query_one("#chart-step", Chart).set_series(lines["step"])
+        # Rebuild the requests table only when a request was added: a live sample arrives
+        # every second or two, and a cleared DataTable forces a full layout refresh.
+        shown = self.app.requests[-20:]
+        key = (len(self.app.requests), id(shown[-1]) if shown else None)
+        if key == getattr(self, "_requests_key", None):
+            return
+        self._requests_key = key
         table = self.query_one("#requests", DataTable)
         table.clear()
-        for r in reversed(self.app.requests[-20:]):
+        for r in reversed(shown):
             table.add_row(*request_row(r))
