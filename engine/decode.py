@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from engine.drafter import DFlashDrafter, DraftSession
+from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
 from engine.tree import build_tree, follow_verified
 
@@ -52,6 +53,7 @@ class Generation:
     rounds: list[RoundStats] = field(default_factory=list)
     prefill_ms: float = 0.0
     finish_reason: str = "length"
+    kv_cache_bytes: int = 0  # target + draft KV storage at the end (it only grows: the peak)
 
     @property
     def decode_ms(self) -> float:
@@ -70,6 +72,13 @@ class Generation:
     def decode_tok_per_s(self) -> float:
         ms = self.decode_ms
         return 1000.0 * self.decode_tokens / ms if ms > 0 else 0.0
+
+
+def _cache_of(session) -> KVCache | None:
+    """The draft session's KV cache. A session only has to propose and add context (tests
+    substitute their own); the drafter's keeps a cache that counts towards a request's memory."""
+    cache = getattr(session, "cache", None)
+    return cache if isinstance(cache, KVCache) else None
 
 
 class _Clock:
@@ -117,6 +126,33 @@ class Decoder:
         self.draft_window = draft_window
         self.max_context = max_context or target.config.max_position_embeddings
         self.layer_ids = list(drafter.target_layer_ids) if drafter is not None and method != "ar" else []
+        # The running request's caches (the engine thread sets them; /get_server_info reads).
+        self._live: tuple[KVCache, KVCache | None] | None = None
+        self.last_kv_cache_bytes = 0  # what the last finished request had allocated
+
+    def kv_cache_info(self) -> dict[str, int]:
+        """Current and maximum KV cache size, target and drafter together.
+
+        The cache exists only while a request runs and grows in chunks up to the context
+        limit, so `kv_cache_tokens`/`kv_cache_bytes` are 0 between requests, and
+        `kv_cache_last_request_bytes` is what the last one grew to.
+        """
+        live = self._live
+        if live is None:  # empty caches of this decoder's shapes: nothing is allocated
+            session = self.new_draft_session() if self.method != "ar" else None
+            target_cache, draft_cache = self.target.new_cache(self.max_context), _cache_of(session)
+        else:
+            target_cache, draft_cache = live
+        caches = [c for c in (target_cache, draft_cache) if c is not None]
+        return {
+            "kv_cache_tokens": target_cache.allocated if live else 0,
+            "kv_cache_used_tokens": target_cache.length if live else 0,
+            "kv_cache_bytes": sum(c.nbytes for c in caches) if live else 0,
+            "kv_cache_max_tokens": self.max_context,
+            "kv_cache_max_bytes": sum(c.max_nbytes for c in caches),
+            "kv_cache_chunk_tokens": target_cache.chunk,
+            "kv_cache_last_request_bytes": self.last_kv_cache_bytes,
+        }
 
     def new_draft_session(self) -> DraftSession:
         assert self.drafter is not None
@@ -134,6 +170,7 @@ class Decoder:
                 gen.prefill_ms = step.prefill_ms
             if step.finish_reason:
                 gen.finish_reason = step.finish_reason
+        gen.kv_cache_bytes = self.last_kv_cache_bytes
         return gen
 
     @torch.inference_mode()
@@ -146,11 +183,22 @@ class Decoder:
             raise ValueError(f"the prompt ({n} tokens) leaves no room in the {self.max_context}-token context")
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be at least 1")
+        cache = self.target.new_cache(self.max_context)
+        session = self.new_draft_session() if self.method != "ar" else None
+        self._live = (cache, _cache_of(session))
+        try:
+            yield from self._decode(prompt_ids, max_new_tokens, eos_token_ids, ignore_eos,
+                                    cache, session)
+        finally:  # also when the caller closes the generator (a cancelled request)
+            self.last_kv_cache_bytes = sum(c.nbytes for c in self._live if c is not None)
+            self._live = None
+
+    def _decode(self, prompt_ids, max_new_tokens, eos_token_ids, ignore_eos, cache,
+                session) -> Iterator[Step]:
+        n = len(prompt_ids)
         eos = set() if ignore_eos else set(eos_token_ids)
         target = self.target
         dev = target.device
-        cache = target.new_cache(self.max_context)
-        session = self.new_draft_session() if self.method != "ar" else None
         limit = min(max_new_tokens, self.max_context - n)  # tokens we may still emit
         emitted = 0
 

@@ -1,13 +1,22 @@
 """Per-layer key/value cache with append, crop and compact-to-accepted-path.
 
-Storage is preallocated to the context limit so that appending a verify block is an
-in-place copy rather than a torch.cat per layer per step (that reallocation dominated
-step time on CPU for small models).
+Storage grows on demand in chunks of `chunk` rows (KV_CHUNK_TOKENS), up to `capacity`, the
+context limit. Preallocating the whole context made every request pay for the longest
+one: about 6 GB per request for Qwen3-8B at a 40k context, when most requests use a few
+thousand rows. Within the allocation, appending a verify block is an in-place copy rather
+than a torch.cat per layer per step (that reallocation dominated step time on CPU for small
+models); only crossing a chunk boundary reallocates, and that copy (the valid rows, once per
+`chunk` tokens) is small next to the attention that reads the whole cache every round.
+
+Rows at or beyond `length` are never read (attention sees rows [0, end) right after writing
+[length, end)), so new storage is left uninitialised and growth copies only the valid rows.
 """
 
 from __future__ import annotations
 
 import torch
+
+KV_CHUNK_TOKENS = 256
 
 
 class KVCache:
@@ -21,24 +30,65 @@ class KVCache:
         device: torch.device | str = "cpu",
         dtype: torch.dtype = torch.float32,
         batch: int = 1,
+        chunk: int | None = None,
     ):
-        shape = (num_layers, batch, num_kv_heads, capacity, head_dim)
-        self.keys = torch.zeros(shape, device=device, dtype=dtype)
-        self.values = torch.zeros(shape, device=device, dtype=dtype)
+        chunk = chunk if chunk is not None else KV_CHUNK_TOKENS  # looked up now: tests shrink it
+        if chunk < 1:
+            raise ValueError(f"KV cache chunk must be at least 1 row, got {chunk}")
+        empty = (num_layers, batch, num_kv_heads, 0, head_dim)
+        self.keys = torch.empty(empty, device=device, dtype=dtype)
+        self.values = torch.empty(empty, device=device, dtype=dtype)
         self.capacity = capacity
+        self.chunk = chunk
         self.length = 0  # rows valid in every layer once a forward has finished
         self._pending = 0  # rows the current forward is appending
+
+    @property
+    def allocated(self) -> int:
+        """Rows the storage holds now (a multiple of `chunk`, or `capacity`)."""
+        return self.keys.shape[3]
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of keys and values for one token position across all layers."""
+        k = self.keys
+        return 2 * k.shape[0] * k.shape[1] * k.shape[2] * k.shape[4] * k.element_size()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated now (keys + values)."""
+        return self.row_bytes * self.allocated
+
+    @property
+    def max_nbytes(self) -> int:
+        """Bytes once grown to the full capacity."""
+        return self.row_bytes * self.capacity
+
+    def reserve(self, rows: int) -> None:
+        """Make room for at least `rows` rows (rounded up to a chunk, capped at capacity)."""
+        if rows <= self.allocated:
+            return
+        if rows > self.capacity:
+            raise ValueError(f"KV cache capacity {self.capacity} exceeded ({rows} rows)")
+        size = min(self.capacity, -(-rows // self.chunk) * self.chunk)
+        shape = (*self.keys.shape[:3], size, self.keys.shape[4])
+        n = self.length
+        for name in ("keys", "values"):
+            old = getattr(self, name)
+            new = torch.empty(shape, device=old.device, dtype=old.dtype)
+            new[:, :, :, :n] = old[:, :, :, :n]
+            setattr(self, name, new)  # the old storage is freed here, before the next copy
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write k/v ([1, H, T, D]) after the committed rows; return all rows for attention.
 
         Every layer of one forward appends the same T rows; `commit_append` then advances
-        the length once, so layers never see each other's new rows twice.
+        the length once, so layers never see each other's new rows twice. The first layer
+        of a forward grows the storage when needed, so the others find room.
         """
         t = k.shape[2]
         end = self.length + t
-        if end > self.capacity:
-            raise ValueError(f"KV cache capacity {self.capacity} exceeded ({end} rows)")
+        self.reserve(end)
         self.keys[layer, :, :, self.length : end] = k
         self.values[layer, :, :, self.length : end] = v
         self._pending = t

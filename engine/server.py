@@ -573,6 +573,9 @@ def create_app(state: ServerState) -> FastAPI:
             "version": state.version,
             "status": "ready" if state.ready else "starting",
         })
+        # The KV cache is allocated per request and grows in chunks (engine/kvcache.py):
+        # its size now (0 when idle), at the context limit, and after the last request.
+        info.update(state.worker.decoder.kv_cache_info())
         internal = state.stats.snapshot()
         internal.update({"num_running_reqs": state.worker.running,
                          "num_queue_reqs": state.worker.queue_len,

@@ -76,3 +76,51 @@ def test_cache_guards():
     c.commit_append()
     with pytest.raises(ValueError, match="capacity"):
         c.append(0, k, k)
+
+
+def test_cache_grows_in_chunks_and_keeps_rows():
+    c = KVCache(2, 1, 2, 20, chunk=8)
+    assert c.allocated == 0 and c.nbytes == 0
+    assert c.max_nbytes == 20 * c.row_bytes == 20 * 2 * 2 * 1 * 2 * 4
+    rows = torch.arange(2 * 14, dtype=torch.float32).reshape(1, 1, 14, 2)
+    for start, end in ((0, 5), (5, 9), (9, 14)):
+        for layer in range(2):
+            k, v = c.append(layer, rows[:, :, start:end], -rows[:, :, start:end])
+            assert k.shape[2] == end
+        c.commit_append()
+        assert c.allocated == min(20, -(-end // 8) * 8)  # whole chunks, capped at capacity
+    k, v = c.layer(1)
+    torch.testing.assert_close(k, rows)
+    torch.testing.assert_close(v, -rows)
+    c.compact(4, [0, 2, 5])  # rows 4, 6, 9 move to 4, 5, 6
+    torch.testing.assert_close(c.layer(0)[0][:, :, 4:], rows[:, :, [4, 6, 9]])
+    c.append(0, rows[:, :, :6], rows[:, :, :6])
+    c.commit_append()
+    assert c.length == 13 and c.allocated == 16
+    with pytest.raises(ValueError, match="capacity"):
+        c.append(0, rows[:, :, :8], rows[:, :, :8])
+    assert c.allocated == 16  # a refused append leaves the cache as it was
+
+
+def test_request_memory_follows_its_length(bundle):
+    """A short request in a long context allocates whole chunks of what it uses, not the context."""
+    from engine.decode import Decoder
+    from engine.kvcache import KV_CHUNK_TOKENS
+
+    dec = Decoder(bundle.target, bundle.drafter, method="ddtree", max_context=4096)
+    info = dec.kv_cache_info()
+    assert info["kv_cache_tokens"] == 0 and info["kv_cache_bytes"] == 0
+    assert info["kv_cache_max_tokens"] == 4096
+    steps = dec.stream(PROMPT, max_new_tokens=20)
+    next(steps)
+    live = dec.kv_cache_info()
+    assert live["kv_cache_tokens"] == KV_CHUNK_TOKENS and live["kv_cache_used_tokens"] == len(PROMPT)
+    assert 0 < live["kv_cache_bytes"] < info["kv_cache_max_bytes"]
+    steps.close()
+    assert dec.kv_cache_info()["kv_cache_tokens"] == 0
+    g = dec.generate(PROMPT, max_new_tokens=20)
+    target_rows = KV_CHUNK_TOKENS  # prompt + 20 tokens + a verify block fit in one chunk
+    row = bundle.target.new_cache(1).row_bytes
+    assert g.kv_cache_bytes >= target_rows * row
+    assert g.kv_cache_bytes < info["kv_cache_max_bytes"] / 8
+    assert dec.kv_cache_info()["kv_cache_last_request_bytes"] == g.kv_cache_bytes

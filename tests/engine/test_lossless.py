@@ -170,3 +170,21 @@ def test_bundled_pair_is_lossless():
             got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(
                 ids, max_new_tokens=64, ignore_eos=True)
             assert got.tokens == ref.tokens, (prompt, method, budget)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7])
+def test_lossless_while_the_cache_grows(pairs, monkeypatch, chunk):
+    """Tiny chunks make the KV caches (target and drafter) grow inside prefill, inside
+    tree verifies and across compactions; the tokens must not change."""
+    import engine.kvcache
+
+    b = pairs[8]
+    ref = reference(b, 60)
+    full = PROMPT + ref.tokens
+    monkeypatch.setattr(engine.kvcache, "KV_CHUNK_TOKENS", chunk)
+    assert reference(b, 60).tokens == ref.tokens
+    for method, budget in (("dflash", None), ("ddtree", 7), ("ddtree", 30)):
+        got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(PROMPT, max_new_tokens=60)
+        assert got.tokens == ref.tokens, (method, budget)
+        oracle = OracleDecoder(b.target, b.drafter, method=method, budget=budget, full_sequence=full)
+        assert oracle.generate(PROMPT, max_new_tokens=60).tokens == ref.tokens, (method, budget)

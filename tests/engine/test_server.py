@@ -203,6 +203,17 @@ def test_models_and_server_info(client):
     assert info["context_length"] == card["max_model_len"]
 
 
+def test_kv_cache_size_in_server_info(client):
+    info = client.get("/get_server_info").json()
+    assert info["kv_cache_tokens"] == 0 and info["kv_cache_bytes"] == 0  # idle: no cache
+    assert info["kv_cache_max_tokens"] == info["context_length"]
+    assert info["kv_cache_max_bytes"] > 0 and info["kv_cache_chunk_tokens"] >= 1
+    completion(client, max_tokens=8)
+    last = client.get("/get_server_info").json()["kv_cache_last_request_bytes"]
+    # A short request grows its caches to a chunk or so, far from the full context.
+    assert 0 < last < info["kv_cache_max_bytes"]
+
+
 def test_decode_log_lines_parse(server, client):
     completion(client, max_tokens=3 * LOG_INTERVAL)
     lines = [ln for ln in server.log().splitlines() if "Decode batch" in ln]
