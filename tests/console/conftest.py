@@ -8,8 +8,28 @@ from pathlib import Path
 
 import pytest
 
+from console.config import SSHProfile
 from console.transport import SSHOptions
 from tests.console.sshd import SSHD, SSHServer, run_sshd
+from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
+
+
+def require_sshd() -> None:
+    """Skip without an OpenSSH server on a developer's machine; fail in CI, which has one."""
+    if not os.path.exists(SSHD):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
+        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
+
+
+def ssh_profile_for(server: SSHServer, tmp_path: Path) -> SSHProfile:
+    """A profile's [ssh] table for `testhost` on the test sshd; known_hosts is per test."""
+    known = tmp_path / "known_hosts"
+    known.write_text(server.known_hosts_line())
+    return SSHProfile(
+        destination="testhost", config=[str(server.ssh_config)], known_hosts=[str(known)],
+        identity_file=[str(server.client_key)], use_agent=False,
+    )  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -22,9 +42,16 @@ def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHServer]:
-    if not os.path.exists(SSHD):
-        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
+    require_sshd()
     with run_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+@pytest.fixture
+def restartable_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableSSHD]:
+    """An sshd of this test's own that the test may kill and start again mid-run."""
+    require_sshd()
+    with run_restartable_sshd(tmp_path_factory.mktemp("sshd_restart")) as server:
         yield server
 
 

@@ -5,33 +5,23 @@ quiet, too), and after a log rotation prints the new file."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from console.config import HostProfile, LaunchProfile, SSHProfile
+from console.config import HostProfile, LaunchProfile
 from console.service import EngineService
 from console.transport import open_transport
-from tests.console.sshd import SSHD, free_port
-from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
+from tests.console.conftest import ssh_profile_for
+from tests.console.sshd import free_port
+from tests.console.sshd_restart import RestartableSSHD
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def restartable_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableSSHD]:
-    if not os.path.exists(SSHD):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
-        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
-    with run_restartable_sshd(tmp_path_factory.mktemp("sshd_follow")) as server:
-        yield server
 
 
 @pytest_asyncio.fixture
@@ -39,12 +29,7 @@ async def service(
     restartable_sshd: RestartableSSHD, tmp_path: Path
 ) -> AsyncIterator[tuple[EngineService, Path]]:
     server = restartable_sshd.server
-    known = tmp_path / "known_hosts"
-    known.write_text(server.known_hosts_line())
-    ssh = SSHProfile(
-        destination="testhost", config=[str(server.ssh_config)], known_hosts=[str(known)],
-        identity_file=[str(server.client_key)], use_agent=False,
-    )  # fmt: skip
+    ssh = ssh_profile_for(server, tmp_path)
     profile = HostProfile(
         name="gpu-flaky", engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
         port=free_port(), state_dir=str(tmp_path / "state"),

@@ -24,8 +24,9 @@ from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
 from console.transport import open_transport
-from tests.console.sshd import SSHD, free_port
-from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
+from tests.console.conftest import ssh_profile_for
+from tests.console.sshd import free_port
+from tests.console.sshd_restart import RestartableSSHD
 
 pytest.importorskip("engine.server", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
@@ -143,27 +144,12 @@ def test_ctrl_c_mid_sweep_keeps_every_sample_and_marks_the_run_incomplete(
 # -- through a real sshd that goes away -----------------------------------------------------
 
 
-@pytest.fixture
-def restartable_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableSSHD]:
-    if not os.path.exists(SSHD):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
-        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
-    with run_restartable_sshd(tmp_path_factory.mktemp("sshd_sweep")) as server:
-        yield server
-
-
 @pytest_asyncio.fixture
 async def ssh_service(
     restartable_sshd: RestartableSSHD, tmp_path: Path
 ) -> AsyncIterator[EngineService]:
     server = restartable_sshd.server
-    known = tmp_path / "known_hosts"
-    known.write_text(server.known_hosts_line())
-    ssh = SSHProfile(
-        destination="testhost", config=[str(server.ssh_config)], known_hosts=[str(known)],
-        identity_file=[str(server.client_key)], use_agent=False,
-    )  # fmt: skip
+    ssh = ssh_profile_for(server, tmp_path)
     profile = _profile("msweep-ssh", tmp_path, ssh)
     transport = open_transport(profile)
     svc = EngineService(profile, transport)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import httpx
@@ -30,8 +30,9 @@ from console.measure.live_samples import sample_from_log_line
 from console.measure.model import LiveSample
 from console.service import EngineService
 from console.transport import open_transport
-from tests.console.sshd import SSHD, free_port
-from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
+from tests.console.conftest import ssh_profile_for
+from tests.console.sshd import free_port
+from tests.console.sshd_restart import RestartableSSHD
 
 pytest.importorskip("engine.server", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
@@ -167,27 +168,12 @@ async def test_watch_json_samples_agree_with_the_requests_server_decode_rate(
 # -- through a real sshd that goes away ---------------------------------------------------
 
 
-@pytest.fixture
-def restartable_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableSSHD]:
-    if not os.path.exists(SSHD):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
-        pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
-    with run_restartable_sshd(tmp_path_factory.mktemp("sshd_restart")) as server:
-        yield server
-
-
 @pytest_asyncio.fixture
 async def ssh_service(
     restartable_sshd: RestartableSSHD, tmp_path: Path
 ) -> AsyncIterator[EngineService]:
     server = restartable_sshd.server
-    known = tmp_path / "known_hosts"
-    known.write_text(server.known_hosts_line())
-    ssh = SSHProfile(
-        destination="testhost", config=[str(server.ssh_config)], known_hosts=[str(known)],
-        identity_file=[str(server.client_key)], use_agent=False,
-    )  # fmt: skip
+    ssh = ssh_profile_for(server, tmp_path)
     profile = _profile("live-ssh", tmp_path, ssh)
     save_profile(profile)
     transport = open_transport(profile)
