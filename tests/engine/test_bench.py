@@ -1,4 +1,5 @@
-"""engine.bench: one JSON object keyed by method, per text type, lossless against AR."""
+"""engine.bench: one JSON object keyed by method, per text type, lossless against AR; the
+verdict is the median of paired per-prompt ratios, so a noisy machine does not move it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,18 @@ import json
 import subprocess
 import sys
 
-from engine.bench import load_prompts, repeated_ngram_fraction
+import pytest
+
+from engine.bench import (
+    PromptRuns,
+    load_prompts,
+    quartiles,
+    repeated_ngram_fraction,
+    summarize,
+    tukey_outliers,
+)
 from engine.corpus import BENCH_PROMPTS_PATH
+from engine.decode import Generation, RoundStats
 
 
 def test_shipped_prompt_set_has_code_and_prose():
@@ -39,12 +50,78 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
     assert report["ar"]["speedup_vs_ar"] == 1.0
     assert report["ar"]["commit_mean"] == 1.0
     assert report["ddtree"]["budget"] == 8
+    for r in report.values():  # repeats, spread and memory are all in the JSON
+        assert r["repeat"] == 3
+        assert [p["id"] for p in r["per_prompt"]] == ["c", "p"]
+        for p in r["per_prompt"]:
+            assert len(p["decode_tok_s"]) == 3 and len(p["speedup_vs_ar"]) == 3
+            assert p["kv_cache_mib"] > 0 and p["device_peak_mib"] is None  # CPU
+        lo, hi = r["speedup_iqr"]
+        assert lo <= r["speedup_vs_ar"] <= hi and r["speedup_outliers"] >= 0
+        assert r["repeat_spread"] >= 0 and r["kv_cache_peak_mib"] > 0
+        assert r["by_type"]["code"]["speedup_iqr"][0] <= r["by_type"]["code"]["speedup_vs_ar"]
+    assert report["ar"]["speedup_iqr"] == [1.0, 1.0] and report["ar"]["repeat_spread"] == 0
+    # The drafter's cache is memory AR does not need.
+    assert report["ddtree"]["kv_cache_peak_mib"] > report["ar"]["kv_cache_peak_mib"]
 
 
 def test_bench_rejects_unknown_method(tiny_pair):
     out = subprocess.run([sys.executable, "-m", "engine.bench", "--methods", "ar,medusa"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unknown method 'medusa'" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "engine.bench", "--repeat", "0"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--repeat" in out.stderr
+
+
+def _gen(ms_per_round: float, rounds: int = 8, commit: int = 1) -> Generation:
+    g = Generation(prompt_len=4, tokens=[1] * (rounds * commit + 1), kv_cache_bytes=1 << 20)
+    g.rounds = [RoundStats(commit, 4, 0.0, 0.0, ms_per_round, 0.0, 1)] * rounds
+    return g
+
+
+def _prompt(ar_ms: list[float], method_ms: list[float], kind: str = "code") -> tuple[PromptRuns, PromptRuns]:
+    """AR and method runs of one prompt, repeat by repeat (paired as the bench pairs them)."""
+    ar, m = PromptRuns("x", kind), PromptRuns("x", kind)
+    for a, b in zip(ar_ms, method_ms, strict=True):
+        ga, gm = _gen(a), _gen(b)
+        ar.runs.append(ga)
+        m.runs.append(gm)
+        ar.ratios.append(1.0)
+        m.ratios.append(gm.decode_tok_per_s / ga.decode_tok_per_s)
+    return ar, m
+
+
+def test_verdict_is_the_median_of_paired_ratios_not_summed_totals():
+    # A slow prompt (10 ms/token) with a 1.5x method and two fast ones (1 ms) with 3x:
+    # summed tokens over summed time would be dominated by the slow prompt (about 1.7x).
+    prompts = [_prompt([10] * 3, [10 / 1.5] * 3), _prompt([1] * 3, [1 / 3] * 3),
+               _prompt([1] * 3, [1 / 3] * 3)]
+    s = summarize([m for _, m in prompts])
+    assert s["speedup_vs_ar"] == pytest.approx(3.0)
+    assert s["speedup_iqr"] == pytest.approx([2.25, 3.0])
+    assert s["speedup_outliers"] == 0 and s["repeat_spread"] == 0
+    assert s["decode_tok_s"] == pytest.approx(3000.0)  # median prompt, not the pooled rate
+    assert s["kv_cache_peak_mib"] == 1.0 and s["device_peak_mib"] is None
+
+
+def test_a_noisy_repeat_does_not_move_the_verdict():
+    quiet = [_prompt([2, 2, 2], [1, 1, 1]) for _ in range(5)]
+    # Another process takes the cores: one repeat of each prompt runs 4x slower for both
+    # methods (paired, so the ratio holds), and one prompt's method run alone is hit.
+    noisy = [_prompt([2, 8, 2], [1, 4, 1]) for _ in range(4)] + [_prompt([2, 2, 2], [1, 6, 1])]
+    assert summarize([m for _, m in quiet])["speedup_vs_ar"] == pytest.approx(2.0)
+    s = summarize([m for _, m in noisy])
+    assert s["speedup_vs_ar"] == pytest.approx(2.0)
+    assert s["repeat_spread"] == 0  # the median prompt's repeats agree
+    assert s["decode_tok_s"] == pytest.approx(1000.0)
+
+
+def test_quartiles_and_outliers():
+    assert quartiles([2.0]) == (2.0, 2.0, 2.0)
+    assert quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 3.0, 4.0)
+    assert tukey_outliers([2.0, 2.1, 1.9, 2.0, 2.05, 9.0]) == 1
+    assert tukey_outliers([1.0, 1.0, 1.0]) == 0
 
 
 def test_repeated_ngram_fraction_flags_loops():
