@@ -109,12 +109,13 @@ class GenerateRequest(_Body):
     stream: bool = False
     rid: str | None = None
     return_logprob: bool = False
-    return_text_in_logprobs: bool = False
     return_commit_lengths: bool = False
     return_round_stats: bool = False
     # Only meaningful with return_logprob, which is refused; SGLang's clients send them anyway.
+    return_text_in_logprobs: bool = False
     logprob_start_len: int | None = None
     top_logprobs_num: int | None = None
+    # Declared to be refused when set: see check_unsupported.
     return_hidden_states: bool = False
     lora_path: Any = None
 
