@@ -28,7 +28,8 @@ _TAG_TYPES: dict[str, FlagType] = {
     "int": "int", "float": "float", "str": "str", "path": "str", "choice": "str",
     "flag": "bool", "bool": "bool", "json": "json",
 }  # fmt: skip
-_DEFAULT_RE = re.compile(r"\(default:\s*(.*?)\)\s*$", re.S)
+# The last `(default: X)` at the very end: help texts quote other defaults before it.
+_DEFAULT_RE = re.compile(r"\(default:\s*((?:(?!\(default:).)*?)\)\s*$", re.S)
 _OPTION_LINE_RE = re.compile(r"^(\s{1,8})(-{1,2}[A-Za-z0-9].*)$")
 # A section title is short (`options:`, `ModelConfig:`, `positional arguments:`); an
 # epilog sentence that happens to end in a colon is not one.
@@ -82,7 +83,7 @@ def _make_spec(invocation: str, help_lines: list[str]) -> FlagSpec | None:
         default = m.group(1).strip()
         help_text = help_text[: m.start()].strip()
     choices = None
-    if m := re.match(r"^\{([^}]*)\}", metavar):
+    if m := re.match(r"^\[?\{([^}]*)\}", metavar):
         choices = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
     multiple = "..." in metavar
     names = [o[2:] for o in long_opts]
@@ -99,9 +100,14 @@ def _make_spec(invocation: str, help_lines: list[str]) -> FlagSpec | None:
                 switch, off = "enable_disable", pair
         names = [n for n in names if n != off]
     flag_type = _infer_type(choices, default, metavar)
+    # An integer default (`0`, `2`) is printed the same for an int, a float and an enum
+    # flag: such an "int" is a guess, and a value that is not a whole number is left to
+    # the engine to judge rather than refused here.
+    guessed = flag_type == "int" and not choices
     if m := _TYPE_TAG_RE.match(help_text):
         flag_type = _TAG_TYPES[m.group(1)]
         help_text = help_text[m.end() :]
+        guessed = False
     if switch is not None:
         flag_type = "bool"
     return FlagSpec(
@@ -115,6 +121,7 @@ def _make_spec(invocation: str, help_lines: list[str]) -> FlagSpec | None:
         negatable=switch == "negatable",
         switch=switch,
         off_option=off,
+        guessed=guessed,
     )
 
 

@@ -236,6 +236,8 @@ def describe_action(action, parser):
     if action.choices is not None:
         try:
             choices = [str(_jsonable(c)) for c in action.choices]
+            if isinstance(action.choices, (set, frozenset)):
+                choices.sort()  # a set's order changes with each interpreter's hash seed
         except TypeError:
             choices = None
     help_text = action.help
@@ -250,7 +252,7 @@ def describe_action(action, parser):
         "switch": switch,
         "type": kind or ("str" if switch is None else None),
         "type_name": type_name,
-        "default": _jsonable(action.default),
+        "default": None if action.default == argparse.SUPPRESS else _jsonable(action.default),
         "const": _jsonable(action.const) if switch == "store_const" else None,
         "choices": choices,
         "nargs": action.nargs if action.nargs != 0 else None,

@@ -44,6 +44,7 @@ class FlagSpec:
     off_option: str | None = None  # the spelling that turns the switch off, if any
     off_aliases: tuple[str, ...] = ()  # other (hidden) spellings that turn it off
     human: bool = False  # an int that also takes SI/IEC suffixes (`200k`), engine-parsed
+    guessed: bool = False  # the type was inferred from help text (a default of `0`, say)
     required: bool = False
     hidden: bool = False  # help=SUPPRESS: accepted, not listed
     deprecated: bool = False

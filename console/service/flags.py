@@ -77,6 +77,8 @@ def coerce(spec: FlagSpec, raw: str) -> FlagValue:
         try:
             value = int(raw.strip())
         except ValueError:
+            if spec.guessed:
+                return raw.strip()  # a help-text "int" may be a float or an enum: engine decides
             if not (spec.human and _HUMAN_INT_RE.fullmatch(raw.strip())):
                 raise FlagValueError(
                     f"{opt} expects a whole number (int), not {raw!r}.", spec, raw
