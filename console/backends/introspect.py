@@ -24,6 +24,8 @@ from console.transport.base import Command, Transport
 
 PROBE_SOURCE = (Path(__file__).with_name("hostprobe.py")).read_text()
 MARKER = "@@specconsole-probe@@"
+# Our engine starts each help with its type in brackets (`[int] ...`), for help readers.
+_TYPE_TAG_RE = re.compile(r"^\[(int|float|str|path|choice|flag|bool|json)\]\s*")
 _PYTHON_RE = re.compile(r"(^|/)(python[0-9.]*|pypy[0-9.]*)$")
 
 
@@ -154,12 +156,13 @@ def spec_from_action(action: dict[str, Any]) -> FlagSpec | None:
     nargs = action.get("nargs")
     multiple = nargs in ("+", "*") or (isinstance(nargs, int) and nargs > 1)
     choices = action.get("choices")
+    help_text = _TYPE_TAG_RE.sub("", str(action.get("help") or ""))
     return FlagSpec(
         name=names[0],
         type=flag_type,
         choices=tuple(str(c) for c in choices) if choices else None,
         default=_display_default(action.get("default")),
-        help=str(action.get("help") or ""),
+        help=help_text,
         aliases=tuple(dict.fromkeys([*names[1:], *shorts, *hidden])),
         multiple=multiple,
         negatable=switch == "negatable",

@@ -16,9 +16,16 @@ from dataclasses import dataclass, field
 from console.backends import Backend, DiscoveredSchema, get_backend
 from console.backends.logparse import LoadingProgress
 from console.config import FlagValue, HostProfile
-from console.errors import FlagError, ServiceError
+from console.errors import ConsoleError, FlagError, ServiceError
 from console.service.engine_client import EngineClient
-from console.service.flags import ModelLimits, apply_changes, canonical_flags, unified_diff
+from console.service.flags import (
+    FlagValueError,
+    ModelLimits,
+    apply_changes,
+    canonical_flags,
+    engine_parsed_ints,
+    unified_diff,
+)
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
 from console.service.lifecycle import Lifecycle, LifecycleEvent, Listener, State
@@ -68,6 +75,8 @@ class FlagPlan:
     old: LaunchConfig | None
     new: LaunchConfig
     diff: str
+    notices: tuple[str, ...] = ()  # renamed spellings, one line each
+    checked_by: str = ""  # the engine parser that accepted the new command line, if any
 
     @property
     def changed(self) -> bool:
@@ -204,6 +213,8 @@ class EngineService:
         return ProcessSupervisor(self.transport, files)
 
     async def schema(self) -> DiscoveredSchema:
+        """The engine's flags from its own parser on the host (cached on this machine per
+        host, engine, interpreter and engine version), else from its help text."""
         if self._schema is None:
             self._schema = await self.backend.discover_schema(self.transport, self.profile)
         return self._schema
@@ -219,7 +230,12 @@ class EngineService:
     # -- config ---------------------------------------------------------------------
 
     def config_for(self, flags: dict[str, FlagValue]) -> LaunchConfig:
+        """The launch config for `flags`; with a known schema, in the engine's own spellings
+        (renames applied, switches spelled on/off), each rename noted once in the schema."""
         schema = self._schema.schema if self._schema else None
+        if schema is not None and self._schema is not None:
+            flags, notices = schema.canonical(flags)
+            self._schema.notices.extend(n for n in notices if n not in self._schema.notices)
         launch = self.profile.launch
         return LaunchConfig(
             engine=self.profile.engine,
@@ -228,6 +244,17 @@ class EngineService:
             env=dict(launch.env),
             workdir=launch.workdir,
         )
+
+    async def _first_config(self) -> LaunchConfig:
+        """The profile's flags as the first launch config, in the installed engine's
+        spellings: a renamed flag in a profile must not start the engine with an argument
+        it rejects. Without a schema (no parser, no help) the profile is used as written."""
+        with contextlib.suppress(ConsoleError):
+            await self.schema()
+        config = self.config_for(self.backend.initial_flags(self.profile))
+        for notice in self._schema.notices if self._schema else ():
+            self._publish(LifecycleEvent("starting", message=notice))
+        return config
 
     async def current_config(self) -> LaunchConfig:
         """launch.json on the host, or (before the first start) the profile's flags."""
@@ -302,7 +329,7 @@ class EngineService:
         config = await store.current()
         if config is None:
             # First start: the profile's flags become the host's launch config.
-            config = self.config_for(self.backend.initial_flags(self.profile))
+            config = await self._first_config()
             await store.write_current(config)
         event = await self._start_and_follow(config, wait=wait, timeout=timeout)
         await self._record_outcome(store, config, event)
@@ -364,11 +391,42 @@ class EngineService:
             effective("model_path", "model-path"),
             effective("draft_model_path", "speculative-draft-model-path"),
         )
-        flags = apply_changes(discovered.schema, roles, base.flags, changes, limits, self._where())
+        engine = discovered.schema.engine_version or self.profile.engine
+        try:
+            flags = apply_changes(
+                discovered.schema, roles, base.flags, changes, limits, self._where()
+            )
+        except FlagValueError as exc:
+            # The engine's own word on the value, when its parser can be asked.
+            spec, raw = exc.spec, exc.raw
+            check = await self.backend.check_flags(
+                self.transport, self.profile, discovered, {spec.name: raw}
+            )
+            if check is None or check.ok:
+                raise
+            raise FlagError(f"{str(exc).rstrip('.')} ({engine}: {check.error}).") from None
+        # Then the whole new command line through the engine's real parse_args, a dry run
+        # on the host: nothing restarts unless the engine itself accepts it.
+        notices = discovered.schema.canonical(
+            {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
+        )[1]
+        check = await self.backend.check_flags(self.transport, self.profile, discovered, flags)
+        if check is not None and not check.ok:
+            raise FlagError(
+                f"{engine} refuses this command line: {check.error}; nothing was changed."
+            )
+        if check is not None and check.values:
+            flags = engine_parsed_ints(discovered.schema, flags, check.values)
         new = self.config_for(flags)
         label = f"{self.profile.name}:{(await self.files()).launch}"
         old_flags = canonical_flags(discovered.schema, base.flags) if old else {}
-        return FlagPlan(old=old, new=new, diff=unified_diff(old_flags, flags, label))
+        return FlagPlan(
+            old=old,
+            new=new,
+            diff=unified_diff(old_flags, flags, label),
+            notices=tuple(notices),
+            checked_by=discovered.schema.source if check is not None else "",
+        )
 
     async def apply(self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
         """Write the new config (previous one kept as last-good), restart, wait for ready."""

@@ -66,7 +66,9 @@ def test_vllm_help_groups_defaults_and_boolean_optional() -> None:
     assert block.type == "int" and block.choices == ("1", "8", "16", "32", "64", "128")
     eager = schema.resolve("enforce-eager")
     assert eager.type == "bool" and eager.negatable and eager.off_option == "no-enforce-eager"
-    assert schema.resolve("no-enforce-eager") is eager and schema.is_off_spelling("no-enforce-eager")
+    assert schema.resolve("no-enforce-eager") is eager and schema.is_off_spelling(
+        "no-enforce-eager"
+    )
     assert flags_to_argv({"enforce-eager": False}, schema) == ["--no-enforce-eager"]
     assert schema.resolve("speculative-config").type == "json"
     assert roles["context_length"] == "max-model-len"
