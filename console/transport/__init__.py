@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from console.config import HostProfile
 from console.transport.base import (
     Command,
@@ -14,9 +16,28 @@ from console.transport.base import (
     check,
     expand_path,
 )
-from console.transport.hostkeys import ConfirmHostKey, HostKeyChanged, HostKeyInfo, UnknownHostKey
+from console.transport.hostkey_types import (
+    ConfirmHostKey,
+    HostKeyChanged,
+    HostKeyInfo,
+    UnknownHostKey,
+)
 from console.transport.local import LocalTransport
-from console.transport.ssh import SSHOptions, SSHTransport
+
+if TYPE_CHECKING:
+    from console.transport.ssh import SSHOptions, SSHTransport
+
+# The SSH stack (asyncssh and its crypto) loads on first use: `connect local` and every
+# command on a local host start without it.
+_LAZY = {"SSHOptions", "SSHTransport"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from console.transport import ssh
+
+        return getattr(ssh, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_transport(
@@ -25,6 +46,8 @@ def open_transport(
     """The transport for a profile; SSH connects lazily on first use."""
     if profile.ssh is None:
         return LocalTransport(profile.name)
+    from console.transport.ssh import SSHOptions, SSHTransport
+
     ssh = profile.ssh
     options = SSHOptions(
         destination=ssh.destination,
