@@ -57,6 +57,8 @@ def interpreter_argv(launch: LaunchProfile, launcher: list[str]) -> list[str] | 
         rest = launcher[1:]
         while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
             opts.append(rest.pop(0))
+            if opts[-1] in ("-X", "-W") and rest:  # options that take a value
+                opts.append(rest.pop(0))
         return [first, *opts]
     return None
 
