@@ -26,6 +26,7 @@ PROBE_SOURCE = (Path(__file__).with_name("hostprobe.py")).read_text()
 MARKER = "@@specconsole-probe@@"
 # Our engine starts each help with its type in brackets (`[int] ...`), for help readers.
 _TYPE_TAG_RE = re.compile(r"^\[(int|float|str|path|choice|flag|bool|json)\]\s*")
+_DOCUMENTED_DEFAULT_RE = re.compile(r"\(default: ([^()]*)\)\s*$")
 _PYTHON_RE = re.compile(r"(^|/)(python[0-9.]*|pypy[0-9.]*)$")
 
 
@@ -159,11 +160,16 @@ def spec_from_action(action: dict[str, Any]) -> FlagSpec | None:
     multiple = nargs in ("+", "*") or (isinstance(nargs, int) and nargs > 1)
     choices = action.get("choices")
     help_text = _TYPE_TAG_RE.sub("", str(action.get("help") or ""))
+    default = _display_default(action.get("default"))
+    if default is None and (m := _DOCUMENTED_DEFAULT_RE.search(help_text)):
+        # argparse's default is None but the engine resolves one later and says which in
+        # its help (our engine: `(default: <bundled drafter>)`); checks need that value.
+        default = None if m.group(1) in ("None", "") else m.group(1)
     return FlagSpec(
         name=names[0],
         type=flag_type,
         choices=tuple(str(c) for c in choices) if choices else None,
-        default=_display_default(action.get("default")),
+        default=default,
         help=help_text,
         aliases=tuple(dict.fromkeys([*names[1:], *shorts, *hidden])),
         multiple=multiple,
