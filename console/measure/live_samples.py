@@ -22,7 +22,11 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from console.backends.logparse import parse_sglang_decode, parse_vllm_spec
+from console.backends.logparse import (
+    parse_sglang_decode,
+    parse_vllm_spec,
+    parse_vllm_throughput,
+)
 from console.measure.model import LiveSample, RequestSample
 from console.service.engine_client import MetricsScrape
 
@@ -75,8 +79,9 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 
 def sample_from_log_line(line: str, t: float | None = None) -> LiveSample | None:
-    """A sample from SGLang's (and our engine's) `Decode batch` line or vLLM's
-    `SpecDecoding metrics` line; None for every other line.
+    """A sample from SGLang's (and our engine's) `Decode batch` line, or vLLM's
+    `Avg prompt throughput ...` or `SpecDecoding metrics` line; None for every other line
+    (SGLang's `Prefill batch` input throughput is a prefill rate, not a decode figure).
 
     Decode batch: tok/s = gen throughput, commit = accept len, step = accept len / gen
     throughput (1 / gen throughput when speculation is off: one token per step), context =
@@ -96,6 +101,21 @@ def sample_from_log_line(line: str, t: float | None = None) -> LiveSample | None
             context_tokens=stats.tokens,
             queue=stats.queue_req,
             running=stats.running_req,
+        )
+    throughput = parse_vllm_throughput(line)
+    if throughput is not None:
+        # vLLM's periodic throughput line: a wall-clock average over its log interval, so
+        # idle time dilutes it (said in the note); no commit length or context. A line for
+        # an interval with no generation is no sample.
+        if throughput.generation_throughput <= 0:
+            return None
+        return LiveSample(
+            t=when,
+            source="log",
+            tok_s=throughput.generation_throughput,
+            queue=throughput.waiting_req,
+            running=throughput.running_req,
+            note=WALL_CLOCK_NOTE,
         )
     spec = parse_vllm_spec(line)
     if spec is None or spec.drafted <= 0:

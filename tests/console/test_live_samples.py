@@ -311,6 +311,21 @@ def test_vllm_spec_decoding_line_gives_commit_only() -> None:
     assert sample_from_log_line(vllm_line(0.0, 0.0, 0.0, 0, 0, [], float("nan"))) is None
 
 
+def test_vllm_throughput_line_gives_wall_clock_tok_s_and_queue() -> None:
+    # vLLM 0.33's loggers.py f-string, with the values a busy server prints
+    line = (
+        "INFO 11-29 10:00:05 [loggers.py:257] Engine 000: Avg prompt throughput: 1234.5 "
+        "tokens/s, Avg generation throughput: 987.6 tokens/s, Running: 3 reqs, Waiting: 7 "
+        "reqs, GPU KV cache usage: 41.2%, Prefix cache hit rate: 12.5%"
+    )
+    sample = sample_from_log_line(line, t=3.0)
+    assert sample == LiveSample(
+        t=3.0, source="log", tok_s=987.6, queue=7, running=3, note=WALL_CLOCK_NOTE
+    )
+    idle = line.replace("987.6", "0.0")
+    assert sample_from_log_line(idle) is None  # an idle interval is no sample
+
+
 def test_old_vllm_spec_line_commit_from_per_position_count() -> None:
     # Without a printed mean: 3 positions -> 600 drafted tokens are 200 drafts.
     line = vllm_line(0.0, 0.0, 0.0, 245, 600, [0.8, 0.4, 0.025], 40.8)
