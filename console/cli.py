@@ -140,10 +140,14 @@ async def cmd_set(args: argparse.Namespace) -> int:
 
     async def body(service: EngineService) -> int:
         plan = await service.plan(changes)
+        for notice in plan.notices:
+            err(f"  note: {notice}")
         if not plan.changed:
             print(f"{args.host}: no change (the flags already have these values)")
             return 0
         print(plan.diff)
+        if plan.checked_by:
+            err(f"  the new command line was checked by {plan.checked_by}")
         if args.dry_run:
             return 0
         if not args.yes:
