@@ -472,9 +472,11 @@ async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
             )
         w = out.get("watch_overhead")
         if w:
+            sp = w["ratio_spread"]
             print(
                 f"watch overhead: tok/s with watch running / without = {w['ratio']:.4f} "
-                f"(medians of {w['n']} requests each, interleaved blocks; scrape every "
+                f"(median of {w['pairs']} paired requests; "
+                f"range {sp['low']:.4f}-{sp['high']:.4f}; scrape every "
                 f"{w['scrape_interval']} s and the log followed)"
             )
         return 0
@@ -483,37 +485,45 @@ async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
 
 
 async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> dict[str, Any]:
+    """tok/s with a live series running against without, request by request.
+
+    A 2-core host drifts by more than the effect being measured, so every pair sends the
+    same prompt twice, once with the series following the log and scraping /metrics and
+    once without, next to each other (alternating which goes first); the figure is the
+    median of the per-pair ratios, with their spread."""
     from console.measure.live import LiveSeries
 
-    plain: list[float] = []
-    watched: list[float] = []
-    for _block in range(args.blocks):
-        for with_watch in (False, True):
+    ratios: list[float] = []
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for pair in range(args.blocks * args.requests):
+        spec = await session.spec(args.text_type, args.context, args.max_tokens, index=pair % 7)
+        taken: dict[bool, float] = {}
+        for with_watch in (pair % 2 == 1, pair % 2 == 0):
             task = None
             if with_watch:
                 series = LiveSeries(session.service, scrape_interval=args.scrape_interval)
                 task = asyncio.create_task(series.run())
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(0.3)  # following and scraping have started
             try:
-                r = await methods.probe(
-                    session, text_type=args.text_type, context=args.context,
-                    max_tokens=args.max_tokens, repeat=args.requests,
-                )  # fmt: skip
+                sample = await session.measure(spec)
             finally:
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            (watched if with_watch else plain).extend(
-                s.decode_tok_s for s in r.samples if s.ok and s.decode_tok_s
-            )
-    a, b = spread(watched), spread(plain)
+            if sample.ok and sample.decode_tok_s:
+                taken[with_watch] = sample.decode_tok_s
+                rates[with_watch].append(sample.decode_tok_s)
+        if len(taken) == 2:
+            ratios.append(taken[True] / taken[False])
+    ratio = spread(ratios)
     return {
-        "ratio": (a.median / b.median) if a and b else None,
-        "n": min(len(watched), len(plain)),
+        "ratio": ratio.median if ratio else None,
+        "ratio_spread": ratio.as_dict() if ratio else None,
+        "pairs": len(ratios),
         "scrape_interval": args.scrape_interval,
-        "with_watch": a.as_dict() if a else None,
-        "without": b.as_dict() if b else None,
+        "with_watch": (spread(rates[True]) or Spread(0, 0, 0, 0)).as_dict(),
+        "without": (spread(rates[False]) or Spread(0, 0, 0, 0)).as_dict(),
     }
 
 
@@ -598,7 +608,9 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--text-type", default="code")
     p.add_argument("--watch-overhead", action="store_true", help="also measure watch's overhead")
-    p.add_argument("--blocks", type=int, default=3, help="interleaved with/without-watch blocks")
+    p.add_argument(
+        "--blocks", type=int, default=4, help="watch overhead: --blocks x --requests pairs"
+    )
     p.add_argument("--scrape-interval", type=float, default=2.0)
     p.add_argument("--no-store", action="store_true")
     p.add_argument("--json", action="store_true")
