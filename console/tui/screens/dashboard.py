@@ -89,16 +89,15 @@ def live_caption(samples: list[LiveSample]) -> str:
     """Where the charted figures come from (log lines, /metrics, measured requests)."""
     if not samples:
         return "live series: no samples yet (the engine has not decoded since the console opened)"
-    counts: dict[str, int] = {}
-    for s in samples:
-        counts[s.source] = counts.get(s.source, 0) + 1
+    # Which sources, not how many samples: the caption then changes only when a source
+    # appears, and an unchanged caption costs no relayout of the screen per sample.
     names = {
         "log": "engine log lines",
         "metrics": "/metrics deltas",
         "request": "measured requests",
     }
-    parts = ", ".join(f"{n} from {names.get(k, k)}" for k, n in sorted(counts.items()))
-    return f"live series: {parts}"
+    sources = sorted({s.source for s in samples})
+    return "live series from " + ", ".join(names.get(k, k) for k in sources)
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -208,7 +207,10 @@ class DashboardScreen(ViewScreen):
             table.add_row(*row)
 
     def _show_live(self) -> None:
-        self.query_one("#live-caption", Static).update(live_caption(self.app.live_samples))
+        caption = live_caption(self.app.live_samples)
+        if caption != getattr(self, "_caption", None):
+            self._caption = caption
+            self.query_one("#live-caption", Static).update(caption)
         lines = chart_series(self.app.live_samples)
         self.query_one("#chart-tok", Chart).set_series(lines["tok"])
         self.query_one("#chart-commit", Chart).set_series(lines["commit"])

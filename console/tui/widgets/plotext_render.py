@@ -14,7 +14,9 @@ milliseconds whatever the history length, which keeps it cheap enough for the UI
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +25,9 @@ import plotext
 from rich.text import Text
 
 _LOCK = threading.Lock()
+# plotext's braille dots (U+2801-U+28FF; U+2800 is the blank pattern)
+_BRAILLE_RUN = re.compile("[\u2801-\u28ff]+")
+_SGR = re.compile("\x1b\\[[0-9;]*m")  # the resets plotext writes even uncoloured
 
 RGB = tuple[int, int, int]
 
@@ -37,7 +42,9 @@ class ChartSeries:
 
 def downsample(points: Sequence[tuple[float, float]], max_points: int) -> list[tuple[float, float]]:
     """At most `max_points` points, each the mean of one equal-width x bucket."""
-    clean = sorted((x, y) for x, y in points if math.isfinite(x) and math.isfinite(y))
+    clean = [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
+    if any(a[0] > b[0] for a, b in itertools.pairwise(clean)):
+        clean.sort()  # series arrive in time order; sorting is only for the odd one
     if len(clean) <= max_points or max_points < 2:
         return clean
     lo, hi = clean[0][0], clean[-1][0]
@@ -82,18 +89,28 @@ def render_lines(
         fig.title(title if drawn else f"{title} ({empty})" if title else empty)
         if x_label:
             fig.label(x_label, "x")
+        # One line: draw it uncoloured and colour its dots here, which skips parsing
+        # plotext's ANSI output (a third of a redraw); several lines need plotext's colours.
+        single = len(drawn) == 1
         for i, s in enumerate(drawn):
             points = downsample(s.points, max(2, 2 * width))
             xs = [p[0] for p in points]
             ys = [p[1] for p in points]
-            marker = plotext.marker("braille", colors[i % len(colors)])
+            marker = plotext.marker("braille", None if single else colors[i % len(colors)])
             signal = fig.signal(xs, ys, marker=marker)
             if len(points) > 1:
                 signal.lines()
             fig.draw(signal)
         out = fig.build().string()
         fig.clear()
-    text = Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
+    if drawn and len(drawn) == 1:
+        text = Text(_SGR.sub("", out).rstrip("\n"), no_wrap=True, end="")
+        r, g, b = colors[0]
+        style = f"rgb({r},{g},{b})"
+        for match in _BRAILLE_RUN.finditer(text.plain):
+            text.stylize(style, match.start(), match.end())
+    else:
+        text = Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
     if legend:
         text.append("\n")
         for i, s in enumerate(drawn):
