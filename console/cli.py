@@ -31,8 +31,10 @@ from console.commands.base import (
     with_service,
 )
 from console.errors import ConfigError, ConsoleError
+from console.measure.baseline import apply_with_baseline, comparison_lines
 from console.service import EngineService, LifecycleEvent
 from console.service.flags import parse_assignments, unified_diff
+from console.store import RunStore
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
@@ -156,18 +158,19 @@ async def cmd_set(args: argparse.Namespace) -> int:
             if not await asyncio.to_thread(ask, f"Apply and restart {args.host}?"):
                 err("Not applied.")
                 return EXIT_ERROR
-        before = None
+        rows = None
         if args.baseline:
-            session = measure_commands.baseline_session(service)
-            err("  baseline before the change ...")
-            before = await measure_commands.run_baseline(session)
-        result = await service.apply(plan, timeout=args.timeout)
+            done = await apply_with_baseline(
+                service, plan, timeout=args.timeout, store=RunStore.default(),
+                on_note=lambda t: err(f"  {t}"),
+            )  # fmt: skip
+            result, rows = done.result, done.rows
+        else:
+            result = await service.apply(plan, timeout=args.timeout)
         if result.ok:
             print(f"{args.host}: ready with the new flags")
-            if before is not None:
-                err("  baseline after the change ...")
-                after = await measure_commands.run_baseline(session)
-                measure_commands.print_baseline(measure_commands.baseline_comparison(before, after))
+            for line in comparison_lines(rows) if rows else ():
+                print(line)
             return 0
         print_failure(result.event)
         err(

@@ -371,69 +371,6 @@ async def _live_minute(session: MeasureSession, args: argparse.Namespace) -> dic
     }
 
 
-# -- baseline before/after (`set --baseline`) ---------------------------------------------
-
-BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3}
-
-
-def baseline_session(service: EngineService) -> MeasureSession:
-    return MeasureSession(service, store=RunStore.default(), on_note=lambda t: err(f"  {t}"))
-
-
-async def run_baseline(session: MeasureSession) -> MethodResult:
-    """A short fixed baseline: the same points before and after a change."""
-    return await methods.context_sweep(
-        session, contexts=[BASELINE["context"]], output_tokens=BASELINE["max_tokens"],
-        text_types=BASELINE["text_types"], repeat=BASELINE["repeat"],
-    )  # fmt: skip
-
-
-def baseline_comparison(before: MethodResult, after: MethodResult) -> list[dict[str, Any]]:
-    rows = []
-    after_by = {(p.text_type, p.context): p for p in after.points}
-    for b in before.points:
-        a = after_by.get((b.text_type, b.context))
-        if a is None:
-            continue
-        row: dict[str, Any] = {"text_type": b.text_type, "context": b.context}
-        for name, attr in (
-            ("decode_tok_s", "tok_s"),
-            ("commit_len", "commit"),
-            ("step_time_s", "step_s"),
-        ):
-            bv, av = getattr(b, attr), getattr(a, attr)
-            row[name] = {
-                "before": bv.median if bv else None,
-                "after": av.median if av else None,
-                "change": (av.median / bv.median - 1) if av and bv and bv.median else None,
-            }
-        c, s = row["commit_len"]["change"], row["step_time_s"]["change"]
-        moved = []
-        if c is not None and abs(c) > 0.05:
-            moved.append(f"commit {c:+.0%}")
-        if s is not None and abs(s) > 0.05:
-            moved.append(f"step time {s:+.0%}")
-        row["moved"] = ", ".join(moved) or "neither factor moved more than 5%"
-        rows.append(row)
-    return rows
-
-
-def print_baseline(rows: list[dict[str, Any]]) -> None:
-    print(f"{'text':<8}{'':>2}{'tok/s before':>13}{'after':>9}{'':>8}{'commit':>8}{'after':>7}"
-          f"{'step ms':>9}{'after':>7}  which factor moved")  # fmt: skip
-    for r in rows:
-        t, c, s = r["decode_tok_s"], r["commit_len"], r["step_time_s"]
-
-        def n(v: float | None, fmt: str, scale: float = 1.0) -> str:
-            return "-" if v is None else fmt.format(v * scale)
-
-        print(
-            f"{r['text_type']:<8}{'':>2}{n(t['before'], '{:.1f}'):>13}{n(t['after'], '{:.1f}'):>9}"
-            f"{n(t['change'], '{:+.0%}'):>8}{n(c['before'], '{:.2f}'):>8}{n(c['after'], '{:.2f}'):>7}"
-            f"{n(s['before'], '{:.2f}', 1000):>9}{n(s['after'], '{:.2f}', 1000):>7}  {r['moved']}"
-        )
-
-
 # -- bench fidelity -----------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from console.config import HostProfile
 from console.errors import ConfigError, ConsoleError, TransportError
+from console.measure.baseline import BaselineApply, apply_with_baseline, comparison_lines
 from console.measure.model import LiveSample, RequestSample
 from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
@@ -41,7 +42,7 @@ from console.tui.screens.flags import FlagsScreen
 from console.tui.screens.history import HistoryScreen
 from console.tui.screens.keys import KeysScreen
 from console.tui.screens.logs import LogsScreen
-from console.tui.screens.modals import ConfirmScreen, HostKeyScreen
+from console.tui.screens.modals import ConfirmScreen, HostKeyScreen, InfoScreen
 from console.tui.screens.prompt_lab import PromptLabScreen
 from console.tui.screens.service import ServiceScreen
 from console.tui.screens.sweeps import SweepsScreen
@@ -484,16 +485,46 @@ class SpecConsoleApp(App[int]):
             diff=True,
         )
 
-    def apply_plan(self, plan: FlagPlan, on_done: Callable[[bool], None] | None = None) -> None:
+    def apply_plan(
+        self,
+        plan: FlagPlan,
+        on_done: Callable[[bool], None] | None = None,
+        *,
+        baseline: bool = False,
+    ) -> None:
         def done(result: ApplyResult) -> None:
             self._applied(result)
             if on_done is not None:
                 on_done(result.ok)
 
+        timeout = self.settings.ready_timeout_s
+        if not baseline:
+            self.run_service_action(
+                "apply",
+                lambda: self.service.apply(plan, timeout=timeout),  # type: ignore[union-attr]
+                done,
+            )
+            return
+
+        def compared(outcome: BaselineApply) -> None:
+            done(outcome.result)
+            if outcome.rows:
+                self.push_screen(
+                    InfoScreen(
+                        "Baseline before and after", "\n".join(comparison_lines(outcome.rows))
+                    )
+                )
+
         self.run_service_action(
-            "apply",
-            lambda: self.service.apply(plan, timeout=self.settings.ready_timeout_s),  # type: ignore[union-attr]
-            done,
+            "apply with baseline",
+            lambda: apply_with_baseline(
+                self.service,  # type: ignore[arg-type]
+                plan,
+                timeout=timeout,
+                store=self.run_store(),
+                on_note=lambda text: self.notify(text),
+            ),
+            compared,
         )
 
     def action_cancel(self) -> None:

@@ -88,6 +88,7 @@ KEYS: tuple[KeySpec, ...] = (
     # modals
     KeySpec("confirm-yes", "y", "answer(True)", "Yes", "confirm"),
     KeySpec("confirm-no", "n,escape", "answer(False)", "No", "confirm"),
+    KeySpec("info-close", "escape,enter", "close", "Close", "info"),
     KeySpec("hostkey-refuse", "escape", "refuse", "Refuse the key", "host key"),
     KeySpec("keys-close", "escape,question_mark,q", "app.pop_screen", "Close", "keys"),
 )

@@ -21,7 +21,7 @@ from console.service import EngineService
 from console.transport import open_transport
 from console.tui.app import SpecConsoleApp
 from console.tui.screens.flags import FlagsScreen
-from console.tui.screens.modals import ConfirmScreen
+from console.tui.screens.modals import ConfirmScreen, InfoScreen
 from console.tui.screens.service import ServiceScreen
 from console.tui.settings import TuiSettings
 from tests.console.sshd import free_port
@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 WINDOW = "speculative-draft-window-size"
 DRAFT = "speculative-draft-model-path"
+BUDGET = "speculative-ddtree-budget"
 
 
 async def wait_for(pilot, what: str, check: Callable[[], bool], timeout: float = 120) -> None:
@@ -55,7 +56,7 @@ def state(app: SpecConsoleApp) -> str | None:
     return app.status.state if app.status is not None else None
 
 
-async def set_flag(pilot, name: str, value: str) -> None:
+async def set_flag(pilot, name: str, value: str, *, baseline: bool = False) -> None:
     """Through the form: search, select, type, Enter (stage), a (review), y (apply)."""
     app = pilot.app
     await pilot.press("f")
@@ -69,6 +70,7 @@ async def set_flag(pilot, name: str, value: str) -> None:
     box.value = ""
     await pilot.press(*value, "enter")
     await wait_for(pilot, f"{name} staged", lambda: screen.staged.get(name) == value)
+    screen.query_one("#flag-baseline").value = baseline
     await pilot.press("a")
     await wait_for(pilot, "the diff", lambda: isinstance(app.screen, ConfirmScreen))
     assert f"+--{name} {value}" in app.screen.detail
@@ -121,6 +123,16 @@ async def test_start_apply_fail_rollback_quit(local_profile: HostProfile) -> Non
             await wait_for(pilot, "apply", lambda: not app.running and state(app) == "ready")
             await wait_for(pilot, "server info", lambda: app.server_info is not None)
             assert app.server_info["speculative_draft_window_size"] == 16
+
+            # The tuning loop: the same baseline before and after, lined up on screen.
+            await set_flag(pilot, BUDGET, "4", baseline=True)
+            await wait_for(pilot, "the comparison", lambda: isinstance(app.screen, InfoScreen), 240)
+            table = app.screen.body
+            assert "which factor moved" in table and "\ncode " in table and "\nprose " in table
+            await pilot.press("enter")
+            await wait_for(pilot, "apply", lambda: not app.running and state(app) == "ready")
+            runs = await app.run_store().runs(method="context-sweep")
+            assert len(runs) >= 2 and runs[0].info.flags.get(BUDGET) in (4, "4")
 
             # A flag that kills the engine: failed, exit code and log lines on screen.
             await set_flag(pilot, DRAFT, "/nonexistent/drafter")

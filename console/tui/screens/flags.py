@@ -4,7 +4,9 @@ The schema is the engine's own (`service.schema()`: types, choices, defaults, he
 curated notes); a value is checked by `service.plan(...)`, the same validation that
 `specconsole set` runs, so the form and the CLI refuse the same things with the same
 sentence. Staged edits are applied together after the diff is confirmed: write, restart,
-follow to ready (`service.apply`); `B` rolls back to the last-good flags.
+follow to ready (`service.apply`), optionally with the same short baseline run before
+and after and the two lined up (`measure.baseline`, as `specconsole set --baseline`);
+`B` rolls back to the last-good flags.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.suggester import SuggestFromList
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Checkbox, DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
@@ -58,6 +60,8 @@ class FlagsScreen(ViewScreen):
         with VerticalScroll(id="flag-pending", classes="panel"):
             yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
                          id="pending-text")  # fmt: skip
+            # The tuning loop: the same short baseline before and after the restart.
+            yield Checkbox("baseline before/after (tok/s, commit, step time)", id="flag-baseline")
 
     def on_mount(self) -> None:
         self.specs: dict[str, FlagSpec] = {}
@@ -250,10 +254,14 @@ class FlagsScreen(ViewScreen):
         if not plan.changed:
             self.notify("No change: the flags already have these values.")
             return
+        baseline = self.query_one("#flag-baseline", Checkbox).value
+        question = f"Apply and restart {self.app.host}?"
+        if baseline:
+            question += " (with a baseline before and after)"
         self.app.confirm(
-            f"Apply and restart {self.app.host}?",
+            question,
             plan.diff,
-            lambda: self.app.apply_plan(plan, on_done=self._applied),
+            lambda: self.app.apply_plan(plan, on_done=self._applied, baseline=baseline),
             diff=True,
         )
 

@@ -1,4 +1,5 @@
-"""Modals that ask before something irreversible: confirm an action, trust a host key.
+"""Modals that ask before something irreversible (confirm an action, trust a host key),
+and one that shows a result to read.
 
 An unknown SSH host key is never accepted silently: the modal shows the fingerprint and
 the file it will be written to, and Cancel has the focus, so Enter alone refuses.
@@ -49,6 +50,34 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class InfoScreen(ModalScreen[None]):
+    """A result to read (a before/after comparison): any of Enter, Escape or OK closes it."""
+
+    BINDINGS = keys.bindings("info")
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="question")
+            with VerticalScroll(id="detail"):
+                yield Static(Text(self.body, no_wrap=True), id="info-body")
+            with Horizontal(classes="buttons"):
+                yield Button("OK", id="ok", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#ok", Button).focus()
+
+    def on_button_pressed(self, _event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 class HostKeyScreen(ModalScreen[bool]):
