@@ -100,6 +100,11 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
     out = _cli("prompt", local_host, "--context", "64", "--max-tokens", "16", "--ignore-eos")
     assert out.returncode == 0, out.stderr
     assert "decode " in out.stdout and "(server, not streamed)" in out.stdout
+    # the tuning loop: the same baseline before and after a change, side by side
+    out = _cli("set", local_host, "speculative-ddtree-budget=4", "--yes", "--baseline")
+    assert out.returncode == 0, out.stderr
+    table = out.stdout[out.stdout.index("tok/s before") :]
+    assert "which factor moved" in table and "\ncode " in table and "\nprose " in table
 
 
 def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:
