@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,9 +116,13 @@ def _medians(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
 class ThroughputModel:
     """The fitted step-time line and per-text-type commit lines of one engine config."""
 
-    step: Line
+    step: Line  # all text types pooled: what the operator reads as "step time vs context"
     commit: dict[str, Curve]
     contexts: tuple[float, float]  # the decode contexts the sweep covered (min, max)
+    # per text type where the sweep has two contexts of it: a round that commits more
+    # tokens can cost more (cache writes, drafting over them), so step time is not always
+    # the text's business alone; predictions use these, the pooled line is the fallback
+    step_by_type: dict[str, Line] = field(default_factory=dict)
     flags_hash: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -126,10 +130,11 @@ class ThroughputModel:
     def step_fits(self) -> bool:
         return self.step.max_rel_residual <= BAD_FIT
 
-    def step_at(self, context: float) -> float:
+    def step_at(self, context: float, text_type: str | None = None) -> float:
+        line = self.step_by_type.get(text_type or "", self.step)
         # A line fitted on noisy points can dip below zero far outside the sweep; never
-        # predict less than the fastest step the sweep saw.
-        return max(self.step.at(context), self.step.intercept * 0.5, 1e-6)
+        # predict less than half the line's own intercept.
+        return max(line.at(context), line.intercept * 0.5, 1e-6)
 
     def commit_at(self, text_type: str, context: float) -> float:
         line = self.commit.get(text_type)
@@ -142,17 +147,47 @@ class ThroughputModel:
 
     def predict(self, context: float, text_type: str) -> float:
         """Decode tok/s for a context and text type: commit / step."""
-        return self.commit_at(text_type, context) / self.step_at(context)
+        return self.commit_at(text_type, context) / self.step_at(context, text_type)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "step_time_s": self.step.as_dict(),
             "step_fits": self.step_fits,
             "commit_len": {k: v.as_dict() for k, v in self.commit.items()},
+            "step_time_s_by_type": {k: v.as_dict() for k, v in self.step_by_type.items()},
             "contexts": list(self.contexts),
             "flags_hash": self.flags_hash,
             "notes": list(self.notes),
         }
+
+
+def _pooled(
+    samples: list[RequestSample], x: Callable[[RequestSample], float]
+) -> dict[tuple[str, float], tuple[float, float, float]]:
+    """Per (text type, context): (context, commit, step) pooled over the repeats.
+
+    Pooled, not medians: commit = all decode tokens / all verify steps and step = all
+    decode time / all verify steps, so commit / step is exactly the point's decode rate
+    (total tokens over total time). A median commit over a median step is not: when a
+    round that commits more also takes longer, the ratio of medians drifts from both."""
+    groups: dict[tuple[str, float], list[RequestSample]] = {}
+    for s in samples:
+        groups.setdefault((s.text_type, x(s)), []).append(s)
+    out = {}
+    for key, group in groups.items():
+        steps = sum(s.verify_steps or 0 for s in group)
+        tokens = sum(s.completion_tokens - 1 for s in group)
+        seconds = sum(s.decode_time_s or 0.0 for s in group)
+        out[key] = (key[1], tokens / steps, seconds / steps)
+    return out
+
+
+def pooled_tok_s(samples: Iterable[RequestSample]) -> float | None:
+    """All decode tokens over all decode time of the unflagged samples: what the model's
+    commit / step predicts for a point."""
+    ok = [s for s in samples if s.ok and s.decode_time_s]
+    seconds = sum(s.decode_time_s or 0.0 for s in ok)
+    return sum(s.completion_tokens - 1 for s in ok) / seconds if seconds else None
 
 
 def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
@@ -160,7 +195,11 @@ def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
     ok = [
         s
         for s in samples
-        if s.ok and s.step_time_s and s.commit_len and s.decode_context is not None
+        if s.ok
+        and s.step_time_s
+        and s.commit_len
+        and s.verify_steps
+        and s.decode_context is not None
     ]
     if len(ok) < 2:
         raise FitError(
@@ -180,20 +219,25 @@ def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
     notes: list[str] = []
     if len(hashes) > 1:
         notes.append(f"samples from {len(hashes)} flag sets were fitted together")
-    # Fitted on per-context medians: one slow request on a busy host must not tilt the line.
-    step = fit_line(_medians([(x(s), float(s.step_time_s or 0)) for s in ok]))
+    # The pooled step line: per-context medians of the per-type pooled figures, so one
+    # text type with many points does not outweigh another.
+    step = fit_line(_medians([(ctx, st) for ctx, _c, st in _pooled(ok, x).values()]))
     if step.max_rel_residual > BAD_FIT:
         notes.append(
             f"step time is not linear in context here (a point is {step.max_rel_residual:.0%} "
             "off the line): predictions are rough"
         )
     commit: dict[str, Curve] = {}
+    step_by_type: dict[str, Line] = {}
     for kind in sorted({s.text_type for s in ok}):
-        pts = [(x(s), float(s.commit_len or 0)) for s in ok if s.text_type == kind]
-        commit[kind] = Curve(tuple(_medians(pts)))
+        points = sorted(_pooled([s for s in ok if s.text_type == kind], x).values())
+        commit[kind] = Curve(tuple((ctx, c) for ctx, c, _st in points))
+        if len(points) >= 2:
+            step_by_type[kind] = fit_line([(ctx, st) for ctx, _c, st in points])
     return ThroughputModel(
         step=step,
         commit=commit,
+        step_by_type=step_by_type,
         contexts=(float(contexts[0]), float(contexts[-1])),
         flags_hash=next(iter(hashes)) if len(hashes) == 1 else "",
         notes=tuple(notes),
@@ -264,15 +308,17 @@ def explain(
     """Explain `observed` tok/s at (context, text type) against the fitted model.
 
     With a baseline (tok/s at `baseline_context` on `baseline_text`, default the smallest
-    swept context and the same text), the change observed/baseline is split into
-    step(ctx_b)/step(ctx) (context growth) x commit(text)/commit(text_b) (text-dependent
-    acceptance) x a residual neither explains. Without one, the model's own prediction
-    at the observed point is the reference. Observed commit and step (from the live
-    series) say which factor a residual sits in.
+    swept context and the same text), the change observed/baseline is split through the
+    model's own predictions: a context factor (the baseline's text moved from its context
+    to this one: step time, and the drafter's acceptance as context grows), a text factor
+    (this text against the baseline's at this context: commit length, and what it does to
+    the round), and a residual neither explains. Without one, the model's prediction at
+    the observed point is the reference. Observed commit and step (from the live series)
+    say which factor a residual sits in.
     """
     if observed <= 0:
         raise FitError(f"The observed throughput must be positive, not {observed:g}.")
-    step = model.step_at(context)
+    step = model.step_at(context, text_type)
     commit = model.commit_at(text_type, context)
     predicted = commit / step
     lines = [
@@ -283,17 +329,17 @@ def explain(
     if baseline is not None:
         b_ctx = model.contexts[0] if baseline_context is None else baseline_context
         b_text = baseline_text or text_type
-        b_step = model.step_at(b_ctx)
-        b_commit = model.commit_at(b_text, b_ctx)
-        ctx_factor = b_step / step
-        text_factor = commit / b_commit
+        b_step, b_commit = model.step_at(b_ctx, b_text), model.commit_at(b_text, b_ctx)
+        m_step, m_commit = model.step_at(context, b_text), model.commit_at(b_text, context)
+        ctx_factor = (m_commit / m_step) / (b_commit / b_step)
+        text_factor = predicted / (m_commit / m_step)
         expected = baseline * ctx_factor * text_factor
         residual = observed / expected
         factors = [
-            Factor("context", ctx_factor, f"step {_ms(b_step)} at context {b_ctx:.0f} -> "
-                   f"{_ms(step)} at {context:.0f} (x{1 / ctx_factor:.2f} slower)"),
-            Factor("text", text_factor, f"commit {b_commit:.2f} ({b_text}, context {b_ctx:.0f}) -> "
-                   f"{commit:.2f} ({text_type}, context {context:.0f})"),
+            Factor("context", ctx_factor, f"{b_text} at context {b_ctx:.0f} -> {context:.0f}: "
+                   f"step {_ms(b_step)} -> {_ms(m_step)}, commit {b_commit:.2f} -> {m_commit:.2f}"),
+            Factor("text", text_factor, f"{b_text} -> {text_type} at context {context:.0f}: "
+                   f"commit {m_commit:.2f} -> {commit:.2f}, step {_ms(m_step)} -> {_ms(step)}"),
             Factor("residual", residual, f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
         ]  # fmt: skip
         lines += [
@@ -309,19 +355,18 @@ def explain(
         ]
         lines.append(f"observed {observed:.1f} tok/s: {_pct(residual)} against the model")
         lo_ctx = model.contexts[0]
-        best = max(model.commit, key=lambda k: model.commit_at(k, lo_ctx))
+        best = max(model.commit, key=lambda k: model.predict(lo_ctx, k))
         top = model.predict(lo_ctx, best)
         lines.append(
             f"for scale: the best the sweep saw is {top:.1f} tok/s ({best} text, context "
             f"{lo_ctx:.0f}: commit {model.commit_at(best, lo_ctx):.2f} / step "
-            f"{_ms(model.step_at(lo_ctx))})"
+            f"{_ms(model.step_at(lo_ctx, best))})"
         )
+        at_ctx = model.predict(context, best)
         factors.insert(
-            0, Factor("context", model.step_at(lo_ctx) / step, "step vs shortest context")
+            0, Factor("context", at_ctx / top, f"{best} at context {lo_ctx:.0f} -> {context:.0f}")
         )
-        factors.insert(
-            1, Factor("text", commit / model.commit_at(best, context), f"commit vs {best}")
-        )
+        factors.insert(1, Factor("text", predicted / at_ctx, f"{best} -> {text_type}"))
     if observed_commit is not None and observed_step is not None:
         lines.append(
             f"measured: commit {observed_commit:.2f} ({_pct(observed_commit / commit)} vs model), "
@@ -365,7 +410,8 @@ def _headline(factors: list[Factor], observed: float, baseline: float | None) ->
     moved.sort(key=lambda f: -abs(math.log(f.ratio)))
     words = {
         "context": "context growth (step time rises with the KV cache)",
-        "text": "text-dependent acceptance (the drafter commits a different number of tokens on this text)",
+        "text": "text-dependent acceptance (the drafter commits a different number of tokens "
+        "on this text)",
     }
     parts = " and ".join(f"{words[f.name]} x{f.ratio:.2f}" for f in moved)
     return f"Physics, not a bug: {change} is {parts}; residual {_pct(residual.ratio)}."

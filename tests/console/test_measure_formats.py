@@ -198,8 +198,8 @@ def test_the_field_verdict_32_tok_s_is_physics() -> None:
                 baseline_context=13, baseline_text="repetitive")  # fmt: skip
     assert v.cause == "context+text", v.text()
     assert "Physics, not a bug" in v.headline
-    assert any("2.90 / step" in line for line in v.lines)  # the arithmetic is shown
-    assert v.predicted == pytest.approx(2.9 / model.step_at(3500))
+    assert any("commit 2.9" in line and "/ step" in line for line in v.lines)  # the arithmetic
+    assert v.predicted == pytest.approx(2.9 / model.step_at(3500, "prose"), rel=0.01)
 
 
 def test_an_unexplained_drop_is_a_bug_hunt() -> None:
