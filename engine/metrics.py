@@ -8,7 +8,7 @@ accept length over any window = Δcommitted / Δverify_steps, and step-time and 
 histograms. Everything lives in its own CollectorRegistry (no process/GC collectors, and
 tests can build several servers in one process).
 
-Decode-line semantics (ddtree.md §5), at our concurrency of 1:
+Decode-line semantics (SGLang's `Decode batch` line), at our concurrency of 1:
 - #token: tokens in the running request's KV cache after the round (prompt + generated);
 - token usage: #token / --context-length;
 - accept len: committed tokens (accepted drafts + bonus) per verify round over the interval;

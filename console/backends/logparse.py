@@ -3,7 +3,8 @@
 Each parser takes one line and returns a typed event or None. They match on the message
 text and ignore whatever logger prefix comes first (`[2026-01-01 12:00:00 TP0] `,
 `INFO 01-01 12:00:00 [metrics.py:88] `), because prefixes differ across versions and
-deployments while the messages below are stable f-strings (see docs: ddtree.md §5, §6).
+deployments while the messages below are stable f-strings (their real format strings are
+captured in tests/console/fixtures/engines/ and the tests build lines from them).
 """
 
 from __future__ import annotations

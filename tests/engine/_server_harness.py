@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 READY = "The server is fired up and ready to roll!"
-# ddtree.md §7.5, verbatim.
+# SGLang's decode line as the console parses it (console/backends/logparse.py).
 SGLANG_DECODE_RE = (r"Decode batch(?:\.| \[\d+\],|,) #running-req: (\d+), #token: (\d+), "
                     r"token usage: ([\d.]+), (?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
                     r".*?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
