@@ -9,10 +9,10 @@ only one run measured is listed, not compared. The flags diff says what was chan
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from console.measure.model import RequestSample
+from console.measure.stats import spread
 from console.store.runs import StoredRun
 
 FIGURES = ("decode_tok_s", "commit_len", "step_time_s", "ttft_s")
@@ -77,8 +77,8 @@ def flags_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str, 
 
 
 def _median(values: Any) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+    summary = spread(values)  # the measurement core's own median, None when all are missing
+    return summary.median if summary else None
 
 
 def _point_order(point: Point) -> tuple[str, int]:
