@@ -17,7 +17,6 @@ from textual.widgets import (
     Checkbox,
     DataTable,
     Input,
-    Label,
     ProgressBar,
     Select,
     Static,
@@ -31,6 +30,7 @@ from console.measure.model import RequestSample
 from console.measure.prompts import PromptLibrary
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
+from console.tui.widgets.form import field
 
 TYPED = "typed"
 RESULT_COLUMNS = (
@@ -73,18 +73,10 @@ class PromptLabScreen(ViewScreen):
     def compose_body(self) -> ComposeResult:
         types = [(t, t) for t in PromptLibrary.builtin().types] + [("typed prompt", TYPED)]
         with Horizontal(id="lab-form", classes="panel"):
-            with Vertical(classes="field"):
-                yield Label("prompt")
-                yield Select(types, value="code", allow_blank=False, id="lab-type")
-            with Vertical(classes="field"):
-                yield Label("context (tokens)")
-                yield Input("256", id="lab-context")
-            with Vertical(classes="field"):
-                yield Label("max tokens")
-                yield Input("128", id="lab-max")
-            with Vertical(classes="field"):
-                yield Label("repeat")
-                yield Input("1", id="lab-repeat")
+            yield field("prompt", Select(types, value="code", allow_blank=False, id="lab-type"))
+            yield field("context (tokens)", Input("256", id="lab-context"))
+            yield field("max tokens", Input("128", id="lab-max"))
+            yield field("repeat", Input("1", id="lab-repeat"))
             with Vertical(classes="field-checks"):
                 yield Checkbox("ignore_eos", True, id="lab-ignore-eos")
                 yield Checkbox("stream", False, id="lab-stream")

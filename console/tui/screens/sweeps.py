@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static
+from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
 from console.measure import methods
@@ -29,6 +29,7 @@ from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.prompt_lab import positive_int
 from console.tui.widgets.chart import Chart, ChartSeries
+from console.tui.widgets.form import field
 
 LIVE_WINDOW_S = 60.0
 
@@ -84,21 +85,13 @@ class SweepsScreen(ViewScreen):
     def compose_body(self) -> ComposeResult:
         kinds = [("context sweep", "context"), ("output sweep", "output")]
         with Horizontal(id="sweep-form", classes="panel"):
-            with Vertical(classes="field"):
-                yield Label("sweep")
-                yield Select(kinds, value="context", allow_blank=False, id="sweep-kind")
-            with Vertical(classes="field wide"):
-                yield Label("contexts (tokens)")
-                yield Input("64,256,512,1024", id="sweep-contexts")
-            with Vertical(classes="field"):
-                yield Label("output tokens")
-                yield Input("64", id="sweep-outputs")
-            with Vertical(classes="field"):
-                yield Label("text types")
-                yield Input("code,prose", id="sweep-types")
-            with Vertical(classes="field"):
-                yield Label("repeat")
-                yield Input("1", id="sweep-repeat")
+            yield field("sweep", Select(kinds, value="context", allow_blank=False, id="sweep-kind"))
+            yield field(
+                "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
+            )
+            yield field("output tokens", Input("64", id="sweep-outputs"))
+            yield field("text types", Input("code,prose", id="sweep-types"))
+            yield field("repeat", Input("1", id="sweep-repeat"))
         with Horizontal(id="sweep-progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="sweep-progress")
             yield Static("ctrl+r runs the sweep; C cancels (samples taken are kept)",
