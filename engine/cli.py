@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         from engine.server import main as serve_main
         return serve_main(rest)
     if command == "train":
-        from engine.train import main as train_main
+        from engine.train.cli import main as train_main
         return train_main(rest) or 0
     sys.stderr.write(f"specengine: error: unknown command {command!r}; expected serve or train.\n")
     return 2

@@ -17,8 +17,8 @@ from engine.bench import (
     summarize,
     tukey_outliers,
 )
-from engine.corpus import BENCH_PROMPTS_PATH
 from engine.decode import Generation, RoundStats
+from engine.train.corpus import BENCH_PROMPTS_PATH
 
 
 def test_shipped_prompt_set_has_code_and_prose():

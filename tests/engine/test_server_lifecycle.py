@@ -52,7 +52,7 @@ def test_specengine_entry_point_help(capsys):
     assert main(["--help"]) == 0
     assert main([]) == 2
     assert main(["bogus"]) == 2
-    with pytest.raises(SystemExit) as exc:  # train delegates to engine.train.main
+    with pytest.raises(SystemExit) as exc:  # train delegates to engine.train.cli.main
         main(["train", "--help"])
     assert exc.value.code == 0
     assert "usage: specengine train" in capsys.readouterr().out

@@ -7,10 +7,10 @@ import sys
 
 import torch
 
-from engine.corpus import is_held_out, split_files
 from engine.decode import Decoder
 from engine.loading import load_bundle
-from engine.train import dflash_block_mask
+from engine.train.corpus import is_held_out, split_files
+from engine.train.drafter import dflash_block_mask
 
 
 def test_block_mask_context_strictly_before_anchor_and_blocks_isolated():

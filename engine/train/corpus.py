@@ -61,16 +61,43 @@ def encode_files(files: Iterable[Path], eos_id: int) -> np.ndarray:
 # Hand-written English prose and reasoning prompts: text unlike the code the target was
 # trained on, so the drafter's acceptance (and the speedup) is visibly lower on them.
 PROSE_PROMPTS = [
-    "The committee met on Tuesday to discuss the budget for next year. After a long debate, they agreed that",
-    "Question: A train leaves the station at 3 pm travelling at 60 miles per hour. How far has it gone by 5 pm?\nAnswer: Let's think step by step.",
-    "Once upon a time, in a small village at the edge of the forest, there lived an old clockmaker who",
+    (
+        "The committee met on Tuesday to discuss the budget for next year. After a long "
+        "debate, they agreed that"
+    ),
+    (
+        "Question: A train leaves the station at 3 pm travelling at 60 miles per hour. "
+        "How far has it gone by 5 pm?\nAnswer: Let's think step by step."
+    ),
+    (
+        "Once upon a time, in a small village at the edge of the forest, there lived an "
+        "old clockmaker who"
+    ),
     "The main reasons the Roman Empire declined were economic trouble, military overreach, and",
-    "Dear hiring manager,\n\nI am writing to apply for the position of operations engineer. In my previous role I",
-    "To make a good cup of tea, first boil fresh water. Then warm the pot, add one spoon of leaves per person, and",
-    "Photosynthesis is the process by which green plants use sunlight to turn water and carbon dioxide into",
-    "If all cats are mammals and some mammals can swim, can we conclude that some cats can swim? Reasoning:",
-    "The weather report for the weekend says that a cold front will move in from the north, bringing",
-    "In summary, the experiment showed that the new method was faster than the old one, but it also",
+    (
+        "Dear hiring manager,\n\nI am writing to apply for the position of operations "
+        "engineer. In my previous role I"
+    ),
+    (
+        "To make a good cup of tea, first boil fresh water. Then warm the pot, add one "
+        "spoon of leaves per person, and"
+    ),
+    (
+        "Photosynthesis is the process by which green plants use sunlight to turn water "
+        "and carbon dioxide into"
+    ),
+    (
+        "If all cats are mammals and some mammals can swim, can we conclude that some "
+        "cats can swim? Reasoning:"
+    ),
+    (
+        "The weather report for the weekend says that a cold front will move in from the "
+        "north, bringing"
+    ),
+    (
+        "In summary, the experiment showed that the new method was faster than the old "
+        "one, but it also"
+    ),
 ]
 
 
@@ -81,7 +108,11 @@ def _code_prompt(text: str, target_len: int = 320) -> str | None:
     for ln in lines:
         offsets.append(offsets[-1] + len(ln))
     for i, ln in enumerate(lines):
-        if offsets[i] < target_len or not ln.lstrip().startswith("def ") or not ln.rstrip().endswith(":"):
+        if (
+            offsets[i] < target_len
+            or not ln.lstrip().startswith("def ")
+            or not ln.rstrip().endswith(":")
+        ):
             continue
         end = offsets[i + 1]
         begin = max(0, end - target_len)
@@ -98,20 +129,29 @@ def build_bench_prompts(root: Path | None = None, n_code: int = 12) -> list[dict
     for p in held:
         prompt = _code_prompt(read_text(p))
         if prompt:
-            out.append({"id": f"code-{len(out):02d}", "type": "code",
-                        "source": str(p.relative_to(root)), "prompt": prompt})
+            out.append(
+                {
+                    "id": f"code-{len(out):02d}",
+                    "type": "code",
+                    "source": str(p.relative_to(root)),
+                    "prompt": prompt,
+                }
+            )
         if len(out) == n_code:
             break
     for i, text in enumerate(PROSE_PROMPTS):
-        out.append({"id": f"prose-{i:02d}", "type": "prose", "source": "hand-written", "prompt": text})
+        out.append(
+            {"id": f"prose-{i:02d}", "type": "prose", "source": "hand-written", "prompt": text}
+        )
     return out
 
 
-BENCH_PROMPTS_PATH = Path(__file__).resolve().parent / "prompts" / "bench.jsonl"
+# The prompt set ships with the engine package (engine/prompts), not with training.
+BENCH_PROMPTS_PATH = Path(__file__).resolve().parents[1] / "prompts" / "bench.jsonl"
 
 
 def main() -> None:
-    """`python -m engine.corpus` rewrites the shipped benchmark prompt set."""
+    """`python -m engine.train.corpus` rewrites the shipped benchmark prompt set."""
     import json
 
     BENCH_PROMPTS_PATH.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,69 @@
+"""Target LM training: next-byte cross-entropy on windows of the corpus
+(`specengine train target`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engine.model import Qwen3ForCausalLM
+from engine.tiny import init_pair, save_target
+from engine.tokenizer import byte_tokenizer
+from engine.train.bundled import bundled_configs
+from engine.train.corpus import encode_files, split_files, stdlib_root
+from engine.train.loop import optimise
+
+
+def sample_windows(
+    data: np.ndarray, batch: int, length: int, gen: np.random.Generator
+) -> torch.Tensor:
+    starts = gen.integers(0, len(data) - length - 1, size=batch)
+    return torch.from_numpy(np.stack([data[s : s + length + 1] for s in starts]).astype(np.int64))
+
+
+def lm_loss(model: Qwen3ForCausalLM, x: torch.Tensor) -> torch.Tensor:
+    b, t = x.shape[0], x.shape[1] - 1
+    pos = torch.arange(t)[None].expand(b, t)
+    logits, _ = model(x[:, :-1], pos)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), x[:, 1:].reshape(-1))
+
+
+def train_target(args: argparse.Namespace) -> None:
+    torch.manual_seed(args.seed)
+    tok = byte_tokenizer()
+    root = Path(args.corpus) if args.corpus else stdlib_root()
+    train_files, held = split_files(root)
+    data = encode_files(train_files, tok.eos_token_id)
+    val = encode_files(held, tok.eos_token_id)
+    print(
+        f"corpus {root}: {len(train_files)} train files ({len(data) / 1e6:.1f}M tokens), "
+        f"{len(held)} held-out files ({len(val) / 1e6:.2f}M tokens)",
+        flush=True,
+    )
+    tcfg, dcfg = bundled_configs()
+    model, _ = init_pair(tcfg, dcfg, seed=args.seed)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    work = Path(args.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+
+    def loss_at(step: int) -> tuple[torch.Tensor, int]:
+        x = sample_windows(data, args.batch, args.seq_len, np.random.default_rng([args.seed, step]))
+        return lm_loss(model, x), x.numel()
+
+    optimise("target", model, opt, work / "target.pt", args, loss_at)
+    model.eval()
+    with torch.no_grad():
+        gen = np.random.default_rng([args.seed, 10**9])
+        vl = float(
+            np.mean(
+                [lm_loss(model, sample_windows(val, 8, args.seq_len, gen)).item() for _ in range(8)]
+            )
+        )
+    print(f"held-out loss {vl:.3f} nats/byte", flush=True)
+    save_target(model, Path(args.out))
+    print(f"saved target to {args.out}", flush=True)
