@@ -31,8 +31,8 @@ from pathlib import Path
 
 import torch
 
+from engine.checkpoint import load_bundle
 from engine.decode import METHODS, Decoder, Generation
-from engine.loading import load_bundle
 from engine.train.corpus import BENCH_PROMPTS_PATH
 
 MIB = 1024 * 1024

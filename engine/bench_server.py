@@ -28,7 +28,7 @@ from engine.logs import READY_MESSAGE
 
 
 def _pair(args) -> tuple[Path, Path, str]:
-    from engine.loading import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
+    from engine.checkpoint import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
     if args.model_path:
         return Path(args.model_path), Path(args.draft_model_path or DEFAULT_DRAFTER_PATH), "given"
     if (DEFAULT_TARGET_PATH / "config.json").exists() and (DEFAULT_DRAFTER_PATH / "config.json").exists():
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from engine.checkpoint import load_bundle
     from engine.decode import Decoder
-    from engine.loading import load_bundle
     from engine.serve_args import METHOD_FOR_ALGORITHM
 
     torch.set_num_threads(args.threads)

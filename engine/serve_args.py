@@ -41,7 +41,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 
 def _default_paths() -> tuple[Path, Path]:
-    # Same as engine.loading.DEFAULT_TARGET_PATH / DEFAULT_DRAFTER_PATH, without importing
+    # Same as engine.checkpoint.DEFAULT_TARGET_PATH / DEFAULT_DRAFTER_PATH, without importing
     # torch: `--help` (which the console runs over SSH to read the flag schema) stays fast.
     weights = Path(__file__).resolve().parent / "weights"
     return weights / "target", weights / "drafter"

@@ -936,8 +936,8 @@ def load_engine(args: ServeArgs):
     """Load the weights and build the decoder; exits with one sentence on any problem."""
     import torch
 
+    from engine.checkpoint import WeightsError, load_bundle
     from engine.decode import Decoder
-    from engine.loading import WeightsError, load_bundle
 
     logger.info("Load weight begin. model=%s, draft=%s, device=%s, dtype=%s",
                 args.model_path, args.speculative_draft_model_path, args.device, args.dtype)

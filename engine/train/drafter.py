@@ -17,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from engine.checkpoint import load_target, save_drafter
 from engine.drafter import DFlashDrafter
-from engine.loading import load_target
 from engine.model import Qwen3ForCausalLM
-from engine.tiny import save_drafter
 from engine.tokenizer import byte_tokenizer
 from engine.train.bundled import bundled_configs
 from engine.train.corpus import encode_files, split_files, stdlib_root

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engine.checkpoint import save_target
 from engine.model import Qwen3ForCausalLM
-from engine.tiny import init_pair, save_target
+from engine.tiny import init_pair
 from engine.tokenizer import byte_tokenizer
 from engine.train.bundled import bundled_configs
 from engine.train.corpus import encode_files, split_files, stdlib_root

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from engine.checkpoint import load_bundle
 from engine.kvcache import KVCache
-from engine.loading import load_bundle
 from engine.tree import build_tree
 
 PROMPT = [ord(c) for c in "import sys\nprint(sys.argv)\n"]

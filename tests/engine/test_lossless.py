@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from engine.checkpoint import DEFAULT_DRAFTER_PATH, load_bundle
 from engine.decode import Decoder
-from engine.loading import DEFAULT_DRAFTER_PATH, load_bundle
 from engine.tiny import make_random_pair
 from tests.engine.helpers import OracleDecoder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.loading import DEFAULT_TARGET_PATH, load_target
+from engine.checkpoint import DEFAULT_TARGET_PATH, load_target
 from engine.tiny import make_random_pair
 
 transformers = pytest.importorskip("transformers")
@@ -57,8 +57,8 @@ def test_tokenizer_loads_in_transformers(tiny_pair):
 
 def test_bf16_forward_tracks_fp32_and_decodes(tiny_pair):
     """bf16 is the GPU dtype: it must load, stay close to fp32, and run every method."""
+    from engine.checkpoint import load_bundle
     from engine.decode import Decoder
-    from engine.loading import load_bundle
 
     f32 = load_bundle(*tiny_pair)
     b16 = load_bundle(*tiny_pair, dtype="bfloat16")

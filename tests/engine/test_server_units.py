@@ -35,7 +35,7 @@ from tests.engine._server_harness import SGLANG_DECODE_RE
 
 
 def test_default_paths_match_loading():
-    from engine.loading import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
+    from engine.checkpoint import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
     args = parse_serve_args([])
     assert args.model_path == DEFAULT_TARGET_PATH
     assert args.speculative_draft_model_path == DEFAULT_DRAFTER_PATH

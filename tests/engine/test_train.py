@@ -7,8 +7,8 @@ import sys
 
 import torch
 
+from engine.checkpoint import load_bundle
 from engine.decode import Decoder
-from engine.loading import load_bundle
 from engine.train.corpus import is_held_out, split_files
 from engine.train.drafter import dflash_block_mask
 

@@ -1,4 +1,5 @@
-"""Load a target + drafter pair from HF-layout directories (config.json + *.safetensors)."""
+"""Target and drafter checkpoints on disk: HF-layout directories (config.json, *.safetensors,
+tokenizer.json), loaded into a ready-to-decode pair or saved from trained modules."""
 
 from __future__ import annotations
 
@@ -8,19 +9,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from engine.drafter import DFlashConfig, DFlashDrafter
 from engine.model import Qwen3Config, Qwen3ForCausalLM, fuse_for_inference
-from engine.tokenizer import Tokenizer
+from engine.tokenizer import Tokenizer, byte_tokenizer
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_TARGET_PATH = WEIGHTS_DIR / "target"
 DEFAULT_DRAFTER_PATH = WEIGHTS_DIR / "drafter"
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
-          "float64": torch.float64, "auto": None}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "float64": torch.float64,
+    "auto": None,
+}
 
 
 class WeightsError(ValueError):
@@ -60,7 +68,9 @@ def shard_files(path: Path) -> list[Path]:
     return files
 
 
-def load_state(path: Path, on_shard: Callable[[int, int], None] | None = None) -> dict[str, torch.Tensor]:
+def load_state(
+    path: Path, on_shard: Callable[[int, int], None] | None = None
+) -> dict[str, torch.Tensor]:
     files = shard_files(path)
     state: dict[str, torch.Tensor] = {}
     for i, f in enumerate(files, 1):
@@ -84,7 +94,9 @@ def _config(path: Path) -> dict:
         raise WeightsError(f"{cfg} is not valid JSON ({e.msg})") from None
 
 
-def load_target(path: str | Path, *, device="cpu", dtype="float32", on_shard=None) -> Qwen3ForCausalLM:
+def load_target(
+    path: str | Path, *, device="cpu", dtype="float32", on_shard=None
+) -> Qwen3ForCausalLM:
     path = Path(path)
     cfg = Qwen3Config.from_dict(_config(path))
     dt = resolve_dtype(dtype, device)
@@ -97,8 +109,10 @@ def load_target(path: str | Path, *, device="cpu", dtype="float32", on_shard=Non
     if cfg.tie_word_embeddings:
         missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:
-        raise WeightsError(f"{path} does not match a Qwen3ForCausalLM of its config "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise WeightsError(
+            f"{path} does not match a Qwen3ForCausalLM of its config "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     model.load_state_dict(state, assign=True, strict=False)
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
@@ -111,20 +125,27 @@ def load_draft_model(path: str | Path, target: Qwen3ForCausalLM, *, on_shard=Non
     path = Path(path)
     cfg = DFlashConfig.from_dict(_config(path))
     if cfg.layers.hidden_size != target.config.hidden_size:
-        raise WeightsError(f"drafter hidden size {cfg.layers.hidden_size} does not match "
-                           f"the target's {target.config.hidden_size}")
+        raise WeightsError(
+            f"drafter hidden size {cfg.layers.hidden_size} does not match "
+            f"the target's {target.config.hidden_size}"
+        )
     bad = [i for i in cfg.target_layer_ids if not 0 <= i < target.config.num_hidden_layers]
     if bad:
         raise WeightsError(f"drafter taps target layers {bad} that the target does not have")
     with torch.device("meta"):
         drafter = DFlashDrafter(cfg, target)
     state = load_state(path, on_shard)
-    state = {k.removeprefix("model."): v for k, v in state.items()
-             if not k.startswith(("embed_tokens", "lm_head", "model.embed_tokens"))}
+    state = {
+        k.removeprefix("model."): v
+        for k, v in state.items()
+        if not k.startswith(("embed_tokens", "lm_head", "model.embed_tokens"))
+    }
     missing, unexpected = _check_keys(drafter, state)
     if missing or unexpected:
-        raise WeightsError(f"{path} does not match a DFlash drafter of its config "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise WeightsError(
+            f"{path} does not match a DFlash drafter of its config "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     drafter.load_state_dict(state, assign=True, strict=False)
     drafter = drafter.to(device=target.device, dtype=target.dtype).eval()
     fuse_for_inference(drafter)
@@ -137,8 +158,15 @@ def _check_keys(module: torch.nn.Module, state: dict) -> tuple[list[str], list[s
     return sorted(want - have), sorted(have - want)
 
 
-def load_bundle(model_path=None, draft_model_path=None, *, device="cpu", dtype="float32",
-                load_drafter: bool = True, on_shard=None) -> EngineBundle:
+def load_bundle(
+    model_path=None,
+    draft_model_path=None,
+    *,
+    device="cpu",
+    dtype="float32",
+    load_drafter: bool = True,
+    on_shard=None,
+) -> EngineBundle:
     model_path = Path(model_path or DEFAULT_TARGET_PATH)
     if load_drafter and draft_model_path is None:
         draft_model_path = DEFAULT_DRAFTER_PATH
@@ -159,3 +187,26 @@ def load_bundle(model_path=None, draft_model_path=None, *, device="cpu", dtype="
         max_context=target.config.max_position_embeddings,
         block_size=drafter.block_size if drafter is not None else None,
     )
+
+
+def save_target(model: Qwen3ForCausalLM, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
+    (out / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": model.config.eos_token_id, "do_sample": False}, indent=2) + "\n"
+    )
+    byte_tokenizer().save(out)
+
+
+def save_drafter(drafter: DFlashDrafter, out: Path, num_target_layers: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in drafter.state_dict().items()}
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    cfg = drafter.config.to_dict()
+    cfg["num_target_layers"] = num_target_layers
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    byte_tokenizer().save(out)
