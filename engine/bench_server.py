@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from engine.logs import READY_MESSAGE
+from engine.serve.logs import READY_MESSAGE
 
 
 def _pair(args) -> tuple[Path, Path, str]:
@@ -44,8 +44,8 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
     """Server-side cost per verify round outside the decoder (stats, metrics, stop checks),
     timed with a decoder that yields precomputed steps, so it is free of machine noise."""
     from engine.decode import RoundStats, Step
-    from engine.metrics import DecodeStats, ServerMetrics
-    from engine.worker import EngineWorker, GenParams, Job
+    from engine.serve.metrics import DecodeStats, ServerMetrics
+    from engine.serve.worker import EngineWorker, GenParams, Job
 
     stats = RoundStats(commit, 100, 0.0, 0.0, 0.0, 0.0, 8)
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from engine.checkpoint import load_bundle
     from engine.decode import Decoder
-    from engine.serve_args import METHOD_FOR_ALGORITHM
+    from engine.serve.args import METHOD_FOR_ALGORITHM
 
     torch.set_num_threads(args.threads)
     target, drafter, source = _pair(args)

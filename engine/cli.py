@@ -24,10 +24,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "serve":
-        from engine.server import main as serve_main
+        from engine.serve.process import main as serve_main
+
         return serve_main(rest)
     if command == "train":
         from engine.train.cli import main as train_main
+
         return train_main(rest) or 0
     sys.stderr.write(f"specengine: error: unknown command {command!r}; expected serve or train.\n")
     return 2

@@ -33,7 +33,7 @@ PROBE_VERSION = 1
 ENGINES = {
     "sglang": ("sglang", "sglang", "srt/server_args.py"),
     "vllm": ("vllm", "vllm", "engine/arg_utils.py"),
-    "builtin": ("specconsole", "engine", "serve_args.py"),
+    "builtin": ("specconsole", "engine", "serve/args.py"),
 }
 
 
@@ -90,8 +90,8 @@ def build_vllm():
 
 
 def build_builtin():
-    serve_args = importlib.import_module("engine.serve_args")
-    return serve_args.build_parser(), "engine.serve_args.build_parser", serve_args.check_static
+    serve_args = importlib.import_module("engine.serve.args")
+    return serve_args.build_parser(), "engine.serve.args.build_parser", serve_args.check_static
 
 
 BUILDERS = {"sglang": build_sglang, "vllm": build_vllm, "builtin": build_builtin}

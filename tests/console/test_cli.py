@@ -103,7 +103,7 @@ def test_set_without_yes_off_a_terminal_changes_nothing(
     known = tmp_path / "known_hosts"
     known.write_text(sshd_server.known_hosts_line())
     _ssh_profile(tmp_path, sshd_server, known)
-    pytest.importorskip("engine.serve_args", reason="engine server not available")
+    pytest.importorskip("engine.serve.args", reason="engine server not available")
     result = run_cli("set", "lab", "speculative-draft-window-size=64")
     assert "+--speculative-draft-window-size 64" in result.stdout
     assert result.returncode != 0 and "pass --yes" in result.stderr

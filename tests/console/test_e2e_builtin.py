@@ -22,7 +22,7 @@ from console.service import EngineService, LifecycleEvent
 from console.transport import open_transport
 from tests.console.sshd import SSHServer, free_port
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 WINDOW = "speculative-draft-window-size"

@@ -78,7 +78,7 @@ def test_vllm_help_groups_defaults_and_boolean_optional() -> None:
 
 
 def test_our_engine_help_from_the_real_server() -> None:
-    pytest.importorskip("engine.serve_args", reason="engine server not available")
+    pytest.importorskip("engine.serve.args", reason="engine server not available")
     out = subprocess.run(
         [sys.executable, "-m", "engine.cli", "serve", "--help"],
         capture_output=True, text=True, timeout=120, check=True,

@@ -60,7 +60,7 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    pytest.importorskip("engine.server", reason="engine server not available")
+    pytest.importorskip("engine.serve.app", reason="engine server not available")
     port = free_port()
     log = tmp_path_factory.mktemp("live_engine") / "engine.log"
     argv = [sys.executable, "-m", "engine.cli", "serve", "--port", str(port),

@@ -28,7 +28,7 @@ from tests.console.conftest import ssh_profile_for
 from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 FLAGS = {"skip-server-warmup": True}

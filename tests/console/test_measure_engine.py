@@ -27,7 +27,7 @@ from console.store import RunStore
 from console.transport import open_transport
 from tests.console.sshd import free_port
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 

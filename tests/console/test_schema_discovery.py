@@ -23,7 +23,7 @@ VLLM_HELP = Path(__file__).parent / "fixtures" / "engines" / "vllm-0.33.0" / "he
 
 
 def _builtin(tmp_path: Path, **flags: object) -> EngineService:
-    pytest.importorskip("engine.serve_args", reason="engine server not available")
+    pytest.importorskip("engine.serve.args", reason="engine server not available")
     profile = HostProfile(
         name="local-test",
         engine="builtin",
@@ -38,7 +38,7 @@ async def test_our_engine_schema_comes_from_its_parser_and_is_cached(tmp_path: P
     service = _builtin(tmp_path)
     discovered = await service.schema()
     assert discovered.origin == "parser" and not discovered.cached
-    assert "own argparse parser (engine.serve_args.build_parser" in discovered.schema.source
+    assert "own argparse parser (engine.serve.args.build_parser" in discovered.schema.source
     port = discovered.schema.flags["port"]
     assert port.type == "int" and port.default == "30000"
     assert discovered.schema.flags["skip-server-warmup"].switch == "store_true"

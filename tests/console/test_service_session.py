@@ -18,7 +18,7 @@ from console.service.service import ServiceBusy
 from console.transport import open_transport
 from tests.console.sshd import free_port
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 

@@ -34,7 +34,7 @@ from tests.console.conftest import ssh_profile_for
 from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 FLAGS = {"skip-server-warmup": True, "decode-log-interval": 10}

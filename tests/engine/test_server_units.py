@@ -11,23 +11,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.api_errors import validation_error
-from engine.detok import TextTracker
-from engine.metrics import DecodeStats, ServerMetrics
-from engine.parsers import (
-    StreamingReasoningParser,
-    parse_tool_calls,
-    render_chat,
-    split_reasoning,
-)
-from engine.protocol import CompletionRequest
-from engine.serve_args import (
+from engine.serve.args import (
     ServeArgsError,
     build_parser,
     check_against_bundle,
     check_static,
     parse_serve_args,
 )
+from engine.serve.chat_parsing import (
+    StreamingReasoningParser,
+    parse_tool_calls,
+    render_chat,
+    split_reasoning,
+)
+from engine.serve.detokenizer import TextTracker
+from engine.serve.errors import validation_error
+from engine.serve.metrics import DecodeStats, ServerMetrics
+from engine.serve.protocol import CompletionRequest
 from engine.tokenizer import byte_tokenizer
 from tests.engine._server_harness import SGLANG_DECODE_RE
 
@@ -227,7 +227,7 @@ def test_access_log_leaves_out_successful_polls_only() -> None:
     import io
     import logging
 
-    from engine.logs import setup_logging
+    from engine.serve.logs import setup_logging
 
     out = io.StringIO()
     setup_logging("info", stream=out)

@@ -26,7 +26,7 @@ from console.tui.screens.service import ServiceScreen
 from console.tui.settings import TuiSettings
 from tests.console.sshd import free_port
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 WINDOW = "speculative-draft-window-size"

@@ -23,7 +23,7 @@ from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
 from tests.tui.test_app_engine import state, wait_for
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 

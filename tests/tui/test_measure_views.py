@@ -25,7 +25,7 @@ from console.tui.screens.prompt_lab import PromptLabScreen
 from console.tui.screens.sweeps import SweepsScreen
 from tests.console.sshd import free_port
 
-pytest.importorskip("engine.server", reason="engine server not available")
+pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 

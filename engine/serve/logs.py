@@ -81,8 +81,10 @@ class ShardProgress:
         per = elapsed / done if done else 0.0
         remaining = per * (total - done)
         pct = 100.0 * done / total if total else 100.0
-        line = (f"{self.label}: {pct:3.0f}% Completed | {done}/{total} "
-                f"[{_mmss(elapsed)}<{_mmss(remaining)}, {per:5.2f}s/it]")
+        line = (
+            f"{self.label}: {pct:3.0f}% Completed | {done}/{total} "
+            f"[{_mmss(elapsed)}<{_mmss(remaining)}, {per:5.2f}s/it]"
+        )
         self.stream.write(line + "\n")
         self.stream.flush()
 

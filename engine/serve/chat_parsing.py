@@ -23,6 +23,8 @@ import json
 import uuid
 from dataclasses import dataclass
 
+from engine.serve.text import partial_tag_len
+
 THINK_START = "<think>"
 THINK_END = "</think>"
 TOOL_START = "<tool_call>"
@@ -48,14 +50,6 @@ def message_text(content) -> str:
 def render_chat(messages: list[dict]) -> str:
     """The plain-text chat template documented above."""
     return CHAT_SEPARATOR.join(message_text(m.get("content")) for m in messages)
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    """Length of the longest suffix of text that is a proper prefix of tag."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:n]):
-            return n
-    return 0
 
 
 def split_reasoning(text: str, parser: str) -> tuple[str | None, str]:
@@ -85,7 +79,7 @@ class StreamingReasoningParser:
                 s, e = self.buffer.find(THINK_START), self.buffer.find(THINK_END)
                 if e != -1 and (s == -1 or e < s):
                     reasoning.append(self.buffer[:e])
-                    self.buffer = self.buffer[e + len(THINK_END):]
+                    self.buffer = self.buffer[e + len(THINK_END) :]
                     self.undecided = False
                     self.seen_think = True
                     continue
@@ -100,23 +94,23 @@ class StreamingReasoningParser:
                 e = self.buffer.find(THINK_END)
                 if e != -1:
                     reasoning.append(self.buffer[:e])
-                    self.buffer = self.buffer[e + len(THINK_END):]
+                    self.buffer = self.buffer[e + len(THINK_END) :]
                     self.in_think = False
                     continue
-                keep = 0 if final else _partial_suffix(self.buffer, THINK_END)
+                keep = 0 if final else partial_tag_len(self.buffer, THINK_END)
                 reasoning.append(self.buffer[: len(self.buffer) - keep])
-                self.buffer = self.buffer[len(self.buffer) - keep:]
+                self.buffer = self.buffer[len(self.buffer) - keep :]
                 break
             s = -1 if self.seen_think else self.buffer.find(THINK_START)
             if s != -1:
                 content.append(self.buffer[:s])
-                self.buffer = self.buffer[s + len(THINK_START):]
+                self.buffer = self.buffer[s + len(THINK_START) :]
                 self.in_think = True
                 self.seen_think = True
                 continue
-            keep = 0 if (final or self.seen_think) else _partial_suffix(self.buffer, THINK_START)
+            keep = 0 if (final or self.seen_think) else partial_tag_len(self.buffer, THINK_START)
             content.append(self.buffer[: len(self.buffer) - keep])
-            self.buffer = self.buffer[len(self.buffer) - keep:]
+            self.buffer = self.buffer[len(self.buffer) - keep :]
             break
         return "".join(reasoning), "".join(content)
 
@@ -128,8 +122,11 @@ class ToolCall:
     id: str
 
     def as_openai(self, index: int | None = None) -> dict:
-        out = {"id": self.id, "type": "function",
-               "function": {"name": self.name, "arguments": self.arguments}}
+        out = {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
         if index is not None:
             out["index"] = index
         return out
@@ -149,10 +146,10 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
         if e == -1:
             content.append(text[pos:])
             break
-        body = text[s + len(TOOL_START):e].strip()
+        body = text[s + len(TOOL_START) : e].strip()
         call = _tool_call(body)
         if call is None:
-            content.append(text[pos:e + len(TOOL_END)])
+            content.append(text[pos : e + len(TOOL_END)])
         else:
             content.append(text[pos:s])
             calls.append(call)

@@ -2,7 +2,7 @@
 
 Strict types (a string is not an integer) so that a wrong type is a 400 naming the field
 rather than a silent coercion. Every field declared here is honoured or refused by the
-server with a 400 that says it is unsupported (engine/server.py `check_sampling`,
+server with a 400 that says it is unsupported (engine/serve/checks.py `check_sampling`,
 `check_unsupported`): knobs that cannot change a greedy result (top_p, top_k, seed,
 penalties at their neutral values) are range-checked and otherwise have nothing to do;
 the ones that would change the output (logit_bias, constrained decoding, logprobs...) are

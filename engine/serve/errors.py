@@ -36,8 +36,15 @@ ERROR_TYPES = {
 class APIError(Exception):
     """A request the server refuses, with the HTTP status and one-sentence message."""
 
-    def __init__(self, message: str, *, status: int = 400, param: str | None = None,
-                 code: str | None = None, type_: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        param: str | None = None,
+        code: str | None = None,
+        type_: str | None = None,
+    ):
         message, param = _printable(message), _printable(param)
         super().__init__(message)
         self.message = message
@@ -47,8 +54,9 @@ class APIError(Exception):
         self.type = type_ or ERROR_TYPES.get(status, "invalid_request_error")
 
     def body(self) -> dict[str, Any]:
-        return error_body(self.message, status=self.status, param=self.param, code=self.code,
-                          type_=self.type)
+        return error_body(
+            self.message, status=self.status, param=self.param, code=self.code, type_=self.type
+        )
 
     def response(self) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
@@ -63,14 +71,22 @@ def _printable(text: str | None) -> str | None:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
-def error_body(message: str, *, status: int = 400, param: str | None = None,
-               code: str | None = None, type_: str | None = None) -> dict[str, Any]:
-    return {"error": {
-        "message": message,
-        "type": type_ or ERROR_TYPES.get(status, "invalid_request_error"),
-        "param": param,
-        "code": code if code is not None else status,
-    }}
+def error_body(
+    message: str,
+    *,
+    status: int = 400,
+    param: str | None = None,
+    code: str | None = None,
+    type_: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": type_ or ERROR_TYPES.get(status, "invalid_request_error"),
+            "param": param,
+            "code": code if code is not None else status,
+        }
+    }
 
 
 _TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "json-or-python"}
@@ -78,8 +94,9 @@ _TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "json-or-py
 
 def _is_union_tag(part) -> bool:
     # pydantic puts the union member tried ('str', 'list[int]', 'StreamOptions') in loc.
-    return isinstance(part, str) and (part in _TYPE_TAGS or "[" in part or "(" in part
-                                      or part[:1].isupper())
+    return isinstance(part, str) and (
+        part in _TYPE_TAGS or "[" in part or "(" in part or part[:1].isupper()
+    )
 
 
 def _split_loc(loc) -> tuple[str | None, list[str]]:
@@ -129,8 +146,10 @@ def validation_error(errors: list[dict]) -> APIError:
             p, t = _split_loc(e.get("loc", ()))
             if p == param and t and t[0] not in expected:
                 expected.append(t[0])
-        text = (f"Invalid value {_shown(err.get('input'))} for '{param}': expected "
-                f"{' or '.join(expected)}.")
+        text = (
+            f"Invalid value {_shown(err.get('input'))} for '{param}': expected "
+            f"{' or '.join(expected)}."
+        )
     elif param:
         text = f"Invalid value {_shown(err.get('input'))} for '{param}': {msg}."
     else:
@@ -165,5 +184,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception):  # pragma: no cover - a bug
         logger.exception("internal error while serving a request")
-        return APIError(f"Internal server error: {type(exc).__name__}: {exc}.".replace("..", "."),
-                        status=500).response()
+        return APIError(
+            f"Internal server error: {type(exc).__name__}: {exc}.".replace("..", "."), status=500
+        ).response()

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.detok import TextTracker
-from engine.metrics import DecodeStats, ServerMetrics
+from engine.serve.detokenizer import TextTracker
+from engine.serve.metrics import DecodeStats, ServerMetrics
 
 logger = logging.getLogger("specengine.server")
 
@@ -55,16 +55,16 @@ class JobResult:
     prompt_tokens: int
     output_ids: list[int]
     text: str
-    finish_reason: str               # "stop" | "length" | "abort"
-    matched_stop: str | int | None   # the stop string, or the EOS id, that ended it
-    rounds: list                     # engine.decode.RoundStats, one per verify round
+    finish_reason: str  # "stop" | "length" | "abort"
+    matched_stop: str | int | None  # the stop string, or the EOS id, that ended it
+    rounds: list  # engine.decode.RoundStats, one per verify round
     t_received: float
     t_started: float
     t_first_token: float | None
     t_finished: float
     prefill_ms: float
     error: str | None = None
-    client_error: bool = False       # error caused by the request (-> 400), else a bug (-> 500)
+    client_error: bool = False  # error caused by the request (-> 400), else a bug (-> 500)
 
     @property
     def completion_tokens(self) -> int:
@@ -114,17 +114,32 @@ class JobResult:
             meta["commit_lengths"] = [r.commit_len for r in self.rounds]
         if round_stats:
             meta["round_stats"] = [
-                {"commit_len": r.commit_len, "context_len": r.context_len,
-                 "draft_ms": r.draft_ms, "tree_ms": r.tree_ms, "verify_ms": r.verify_ms,
-                 "commit_ms": r.commit_ms, "step_ms": r.step_ms, "tree_nodes": r.tree_nodes}
-                for r in self.rounds]
+                {
+                    "commit_len": r.commit_len,
+                    "context_len": r.context_len,
+                    "draft_ms": r.draft_ms,
+                    "tree_ms": r.tree_ms,
+                    "verify_ms": r.verify_ms,
+                    "commit_ms": r.commit_ms,
+                    "step_ms": r.step_ms,
+                    "tree_nodes": r.tree_nodes,
+                }
+                for r in self.rounds
+            ]
         return meta
 
 
 class Job:
-    def __init__(self, params: GenParams, *, on_done: Callable[[JobResult], None],
-                 on_delta: Callable[[Delta], None] | None = None, rid: str | None = None,
-                 t_received: float | None = None, count_in_metrics: bool = True):
+    def __init__(
+        self,
+        params: GenParams,
+        *,
+        on_done: Callable[[JobResult], None],
+        on_delta: Callable[[Delta], None] | None = None,
+        rid: str | None = None,
+        t_received: float | None = None,
+        count_in_metrics: bool = True,
+    ):
         self.rid = rid or f"req-{next(_ids)}"
         self.params = params
         self.on_done = on_done
@@ -144,8 +159,15 @@ class ShuttingDown(RuntimeError):
 
 
 class EngineWorker:
-    def __init__(self, decoder, tokenizer, *, metrics: ServerMetrics, stats: DecodeStats,
-                 eos_token_ids: tuple[int, ...]):
+    def __init__(
+        self,
+        decoder,
+        tokenizer,
+        *,
+        metrics: ServerMetrics,
+        stats: DecodeStats,
+        eos_token_ids: tuple[int, ...],
+    ):
         self.decoder = decoder
         self.tokenizer = tokenizer
         self.metrics = metrics
@@ -224,9 +246,21 @@ class EngineWorker:
             except Exception as e:  # a bug in the engine: report it, keep serving
                 logger.exception("engine error on request %s", job.rid)
                 now = time.perf_counter()
-                result = JobResult(job.rid, len(job.params.prompt_ids), [], "", "abort", None, [],
-                                   job.t_received, now, None, now, 0.0,
-                                   error=f"{type(e).__name__}: {e}")
+                result = JobResult(
+                    job.rid,
+                    len(job.params.prompt_ids),
+                    [],
+                    "",
+                    "abort",
+                    None,
+                    [],
+                    job.t_received,
+                    now,
+                    None,
+                    now,
+                    0.0,
+                    error=f"{type(e).__name__}: {e}",
+                )
             finally:
                 self.current = None
                 self.metrics.num_running_reqs.set(0)
@@ -240,8 +274,11 @@ class EngineWorker:
         t_started = time.perf_counter()
         if job.cancelled.is_set():
             return self._aborted(job, t_started)
-        tracker = (TextTracker(self.tokenizer, p.stop, skip_special_tokens=p.skip_special_tokens)
-                   if (p.stop or p.stream) else None)
+        tracker = (
+            TextTracker(self.tokenizer, p.stop, skip_special_tokens=p.skip_special_tokens)
+            if (p.stop or p.stream)
+            else None
+        )
         # The EOS that ends a request is not part of its text (SGLang trims the matched stop
         # token); with skip_special_tokens it decodes to nothing anyway.
         eos_ends = () if p.ignore_eos else self.eos_token_ids
@@ -250,8 +287,12 @@ class EngineWorker:
         finish, matched = "length", None
         t_first = None
         prefill_ms = 0.0
-        gen = self.decoder.stream(p.prompt_ids, max_new_tokens=p.max_new_tokens,
-                                  eos_token_ids=self.eos_token_ids, ignore_eos=p.ignore_eos)
+        gen = self.decoder.stream(
+            p.prompt_ids,
+            max_new_tokens=p.max_new_tokens,
+            eos_token_ids=self.eos_token_ids,
+            ignore_eos=p.ignore_eos,
+        )
         t_prev = t_started
         try:
             while True:
@@ -265,9 +306,22 @@ class EngineWorker:
                 except ValueError as e:
                     if t_first is None:  # the engine refused the request itself
                         now = time.perf_counter()
-                        return JobResult(job.rid, len(p.prompt_ids), [], "", "abort", None, [],
-                                         job.t_received, t_started, None, now, 0.0,
-                                         error=str(e), client_error=True)
+                        return JobResult(
+                            job.rid,
+                            len(p.prompt_ids),
+                            [],
+                            "",
+                            "abort",
+                            None,
+                            [],
+                            job.t_received,
+                            t_started,
+                            None,
+                            now,
+                            0.0,
+                            error=str(e),
+                            client_error=True,
+                        )
                     raise
                 t = time.perf_counter()
                 tokens = step.tokens
@@ -290,9 +344,12 @@ class EngineWorker:
                 out.extend(tokens)
                 if step.stats is not None and job.count_in_metrics:
                     line = self.stats.on_round(
-                        commit_len=step.stats.commit_len, emitted=len(tokens),
-                        seconds=t - t_prev, num_tokens=len(p.prompt_ids) + len(out),
-                        queue=len(self._queue))
+                        commit_len=step.stats.commit_len,
+                        emitted=len(tokens),
+                        seconds=t - t_prev,
+                        num_tokens=len(p.prompt_ids) + len(out),
+                        queue=len(self._queue),
+                    )
                     if line is not None:
                         logger.info(line.format())
                 t_prev = t
@@ -325,13 +382,38 @@ class EngineWorker:
             rest = tracker.take(final=True)
             if rest:
                 job.on_delta(Delta(rest, len(out), len(rounds)))
-        return JobResult(job.rid, len(p.prompt_ids), out, tracker.text, finish, matched, rounds,
-                         job.t_received, t_started, t_first, t_finished, prefill_ms,
-                         error=job.cancel_reason if finish == "abort" else None)
+        return JobResult(
+            job.rid,
+            len(p.prompt_ids),
+            out,
+            tracker.text,
+            finish,
+            matched,
+            rounds,
+            job.t_received,
+            t_started,
+            t_first,
+            t_finished,
+            prefill_ms,
+            error=job.cancel_reason if finish == "abort" else None,
+        )
 
     def _aborted(self, job: Job, t: float) -> JobResult:
-        return JobResult(job.rid, len(job.params.prompt_ids), [], "", "abort", None, [],
-                         job.t_received, t, None, t, 0.0, error=job.cancel_reason)
+        return JobResult(
+            job.rid,
+            len(job.params.prompt_ids),
+            [],
+            "",
+            "abort",
+            None,
+            [],
+            job.t_received,
+            t,
+            None,
+            t,
+            0.0,
+            error=job.cancel_reason,
+        )
 
     def _finish_unstarted(self, job: Job, reason: str) -> None:
         result = self._aborted(job, time.perf_counter())

@@ -10,10 +10,13 @@ grow into a stop string is withheld.
 
 from __future__ import annotations
 
+from engine.serve.text import partial_tag_len
+
 
 class TextTracker:
-    def __init__(self, tokenizer, stop: list[str] | None = None, *,
-                 skip_special_tokens: bool = True):
+    def __init__(
+        self, tokenizer, stop: list[str] | None = None, *, skip_special_tokens: bool = True
+    ):
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
         self.stop = [s for s in (stop or []) if s]
@@ -21,19 +24,19 @@ class TextTracker:
         self.ids: list[int] = []
         self.prefix_offset = 0
         self.read_offset = 0
-        self.text = ""          # text so far (cut at the stop string once matched)
-        self.sent = 0           # characters of self.text already handed out by take()
+        self.text = ""  # text so far (cut at the stop string once matched)
+        self.sent = 0  # characters of self.text already handed out by take()
         self.matched: str | None = None
 
     def add(self, token: int) -> bool:
         """Append one token; True when a stop string has just matched (stop here)."""
         self.ids.append(token)
         decode = self._decode
-        prefix = decode(self.ids[self.prefix_offset:self.read_offset])
-        new = decode(self.ids[self.prefix_offset:])
+        prefix = decode(self.ids[self.prefix_offset : self.read_offset])
+        new = decode(self.ids[self.prefix_offset :])
         if len(new) > len(prefix) and not new.endswith("\ufffd"):
             before = len(self.text)
-            self.text += new[len(prefix):]
+            self.text += new[len(prefix) :]
             self.prefix_offset = self.read_offset
             self.read_offset = len(self.ids)
             if self.stop:
@@ -53,7 +56,7 @@ class TextTracker:
                 best = (i, s)
         if best is None:
             return False
-        self.text = self.text[:best[0]]
+        self.text = self.text[: best[0]]
         self.matched = best[1]
         return True
 
@@ -61,11 +64,11 @@ class TextTracker:
         """At the end: keep any held-back incomplete character as decoded (U+FFFD)."""
         if self.matched is not None:
             return
-        prefix = self._decode(self.ids[self.prefix_offset:self.read_offset])
-        new = self._decode(self.ids[self.prefix_offset:])
+        prefix = self._decode(self.ids[self.prefix_offset : self.read_offset])
+        new = self._decode(self.ids[self.prefix_offset :])
         if len(new) > len(prefix):
             before = len(self.text)
-            self.text += new[len(prefix):]
+            self.text += new[len(prefix) :]
             self.prefix_offset = self.read_offset = len(self.ids)
             if self.stop:
                 self._check_stop(max(0, before - self.max_stop + 1))
@@ -74,17 +77,9 @@ class TextTracker:
         """Text not yet handed out that is safe to stream now."""
         end = len(self.text)
         if not final and self.stop and self.matched is None:
-            end -= self._stop_prefix_suffix()
+            # A suffix that may still grow into a stop string is withheld.
+            end -= max(partial_tag_len(self.text, s) for s in self.stop)
         end = max(end, self.sent)
-        delta = self.text[self.sent:end]
+        delta = self.text[self.sent : end]
         self.sent = end
         return delta
-
-    def _stop_prefix_suffix(self) -> int:
-        hold = 0
-        for s in self.stop:
-            for n in range(min(len(s) - 1, len(self.text)), hold, -1):
-                if self.text.endswith(s[:n]):
-                    hold = n
-                    break
-        return hold

@@ -29,8 +29,25 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 logger = logging.getLogger("specengine.server")
 
-STEP_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3,
-                0.5, 0.75, 1.0, 2.0, 5.0)
+STEP_BUCKETS = (
+    0.001,
+    0.002,
+    0.005,
+    0.01,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.5,
+    0.75,
+    1.0,
+    2.0,
+    5.0,
+)
 TTFT_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 60.0)
 E2E_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0)
 
@@ -52,31 +69,57 @@ class ServerMetrics:
         def h(name, doc, buckets):
             return Histogram(name, doc, labels, buckets=buckets, registry=r).labels(model_name)
 
-        self.gen_throughput = g("sglang:gen_throughput",
-                                "Generated tokens per second over the last decode-log interval.")
-        self.spec_accept_length = g("sglang:spec_accept_length",
-                                    "Committed tokens per verify round (incl. bonus) over the last decode-log interval.")
-        self.spec_accept_rate = g("sglang:spec_accept_rate",
-                                  "Committed tokens / (verify rounds x block size) over the last decode-log interval.")
+        self.gen_throughput = g(
+            "sglang:gen_throughput",
+            "Generated tokens per second over the last decode-log interval.",
+        )
+        self.spec_accept_length = g(
+            "sglang:spec_accept_length",
+            "Committed tokens per verify round (incl. bonus) over the last decode-log interval.",
+        )
+        self.spec_accept_rate = g(
+            "sglang:spec_accept_rate",
+            "Committed tokens / (verify rounds x block size) over the last decode-log interval.",
+        )
         self.num_running_reqs = g("sglang:num_running_reqs", "Requests being decoded now (0 or 1).")
         self.num_queue_reqs = g("sglang:num_queue_reqs", "Requests waiting for the engine.")
-        self.num_used_tokens = g("sglang:num_used_tokens", "Tokens in the running request's KV cache.")
+        self.num_used_tokens = g(
+            "sglang:num_used_tokens", "Tokens in the running request's KV cache."
+        )
         self.token_usage = g("sglang:token_usage", "num_used_tokens / context length.")
-        self.max_total_num_tokens = g("sglang:max_total_num_tokens", "KV capacity in tokens (the context length).")
+        self.max_total_num_tokens = g(
+            "sglang:max_total_num_tokens", "KV capacity in tokens (the context length)."
+        )
         self.prompt_tokens = c("sglang:prompt_tokens", "Prompt tokens of finished requests.")
-        self.generation_tokens = c("sglang:generation_tokens", "Generated tokens of finished requests.")
+        self.generation_tokens = c(
+            "sglang:generation_tokens", "Generated tokens of finished requests."
+        )
         self.num_requests = c("sglang:num_requests", "Finished requests.")
-        self.num_aborted_requests = c("sglang:num_aborted_requests", "Requests aborted (client gone or shutdown).")
-        self.spec_verify_steps = c("specengine:spec_verify_steps",
-                                   "Verify rounds run (decode steps after prefill).")
-        self.spec_committed_tokens = c("specengine:spec_committed_tokens",
-                                       "Tokens committed by verify rounds, accepted drafts plus bonus.")
-        self.step_time = h("specengine:step_time_seconds",
-                           "Wall time of one verify round (draft + tree + verify + commit).", STEP_BUCKETS)
-        self.ttft = h("sglang:time_to_first_token_seconds",
-                      "From request arrival to its first token (queue + prefill).", TTFT_BUCKETS)
-        self.e2e = h("sglang:e2e_request_latency_seconds",
-                     "From request arrival to its last token.", E2E_BUCKETS)
+        self.num_aborted_requests = c(
+            "sglang:num_aborted_requests", "Requests aborted (client gone or shutdown)."
+        )
+        self.spec_verify_steps = c(
+            "specengine:spec_verify_steps", "Verify rounds run (decode steps after prefill)."
+        )
+        self.spec_committed_tokens = c(
+            "specengine:spec_committed_tokens",
+            "Tokens committed by verify rounds, accepted drafts plus bonus.",
+        )
+        self.step_time = h(
+            "specengine:step_time_seconds",
+            "Wall time of one verify round (draft + tree + verify + commit).",
+            STEP_BUCKETS,
+        )
+        self.ttft = h(
+            "sglang:time_to_first_token_seconds",
+            "From request arrival to its first token (queue + prefill).",
+            TTFT_BUCKETS,
+        )
+        self.e2e = h(
+            "sglang:e2e_request_latency_seconds",
+            "From request arrival to its last token.",
+            E2E_BUCKETS,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -93,12 +136,16 @@ class DecodeLine:
     queue: int
 
     def format(self) -> str:
-        msg = (f"Decode batch, #running-req: {self.running}, #token: {self.num_tokens}, "
-               f"token usage: {self.token_usage:.2f}, ")
+        msg = (
+            f"Decode batch, #running-req: {self.running}, #token: {self.num_tokens}, "
+            f"token usage: {self.token_usage:.2f}, "
+        )
         if self.accept_len is not None:
             msg += f"accept len: {self.accept_len:.2f}, accept rate: {self.accept_rate:.2f}, "
-        msg += (f"cpu graph: False, gen throughput (token/s): {self.gen_throughput:.2f}, "
-                f"#queue-req: {self.queue}, ")
+        msg += (
+            f"cpu graph: False, gen throughput (token/s): {self.gen_throughput:.2f}, "
+            f"#queue-req: {self.queue}, "
+        )
         return msg
 
 
@@ -106,8 +153,15 @@ class DecodeStats:
     """Per-interval and lifetime decode counters; called from the engine thread only,
     read (snapshot) from the HTTP thread under a lock."""
 
-    def __init__(self, metrics: ServerMetrics, *, interval: int, context_length: int,
-                 block_size: int | None, speculative: bool):
+    def __init__(
+        self,
+        metrics: ServerMetrics,
+        *,
+        interval: int,
+        context_length: int,
+        block_size: int | None,
+        speculative: bool,
+    ):
         self.metrics = metrics
         self.interval = interval
         self.context_length = context_length
@@ -127,8 +181,9 @@ class DecodeStats:
         self.iv_generated = 0
         self.iv_seconds = 0.0
 
-    def on_round(self, *, commit_len: int, emitted: int, seconds: float, num_tokens: int,
-                 queue: int) -> DecodeLine | None:
+    def on_round(
+        self, *, commit_len: int, emitted: int, seconds: float, num_tokens: int, queue: int
+    ) -> DecodeLine | None:
         """Record one verify round; returns the decode line when the interval completes."""
         m = self.metrics
         m.spec_verify_steps.inc()
@@ -156,10 +211,14 @@ class DecodeStats:
             m.spec_accept_length.set(accept)
             m.spec_accept_rate.set(rate)
         return DecodeLine(
-            running=1, num_tokens=num_tokens, token_usage=num_tokens / self.context_length,
+            running=1,
+            num_tokens=num_tokens,
+            token_usage=num_tokens / self.context_length,
             accept_len=accept if self.speculative else None,
             accept_rate=rate if self.speculative else None,
-            gen_throughput=tput, queue=queue)
+            gen_throughput=tput,
+            queue=queue,
+        )
 
     def add_wall(self, seconds: float) -> None:
         """Engine time between rounds that belongs to decoding (e.g. per-step bookkeeping)."""
