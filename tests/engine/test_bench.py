@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from engine.bench import (
+from engine.bench.prompts import load_prompts
+from engine.bench.summary import (
     PromptRuns,
-    load_prompts,
     quartiles,
     repeated_ngram_fraction,
     summarize,

@@ -1,6 +1,6 @@
 """Server overhead: decode tok/s through `/generate` vs `engine.decode.Decoder` in-process.
 
-`python -m engine.bench_server` starts `specengine serve` as a subprocess and, in the same
+`python -m engine.bench.server` starts `specengine serve` as a subprocess and, in the same
 run, loads the same weights into this process. It then alternates (so machine drift hits
 both alike): one in-process `Decoder.generate` and one non-streaming `/generate`, on the same
 prompt with ignore_eos and the same max_new_tokens. Decode throughput excludes prefill on
@@ -29,14 +29,26 @@ from engine.serve.logs import READY_MESSAGE
 
 def _pair(args) -> tuple[Path, Path, str]:
     from engine.checkpoint import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
+
     if args.model_path:
         return Path(args.model_path), Path(args.draft_model_path or DEFAULT_DRAFTER_PATH), "given"
-    if (DEFAULT_TARGET_PATH / "config.json").exists() and (DEFAULT_DRAFTER_PATH / "config.json").exists():
+    if (DEFAULT_TARGET_PATH / "config.json").exists() and (
+        DEFAULT_DRAFTER_PATH / "config.json"
+    ).exists():
         return DEFAULT_TARGET_PATH, DEFAULT_DRAFTER_PATH, "bundled"
     from engine.tiny import make_random_pair
+
     out = Path(tempfile.mkdtemp(prefix="bench_server_"))
-    t, d = make_random_pair(out, seed=0, hidden=args.random_hidden, layers=args.random_layers,
-                            inter=4 * args.random_hidden, heads=8, kv_heads=4, max_pos=2048)
+    t, d = make_random_pair(
+        out,
+        seed=0,
+        hidden=args.random_hidden,
+        layers=args.random_layers,
+        inter=4 * args.random_hidden,
+        heads=8,
+        kv_heads=4,
+        max_pos=2048,
+    )
     return t, d, f"random (hidden {args.random_hidden}, {args.random_layers} layers)"
 
 
@@ -53,12 +65,20 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
         def stream(self, prompt_ids, *, max_new_tokens, eos_token_ids=(), ignore_eos=False):
             yield Step([65], None, prefill_ms=0.0)
             for i in range(rounds):
-                yield Step([65] * commit, stats, finish_reason="length" if i == rounds - 1 else None)
+                yield Step(
+                    [65] * commit, stats, finish_reason="length" if i == rounds - 1 else None
+                )
 
     metrics = ServerMetrics("bench")
-    worker = EngineWorker(ReplayDecoder(), tokenizer, metrics=metrics, eos_token_ids=(256,),
-                          stats=DecodeStats(metrics, interval=40, context_length=1 << 30,
-                                            block_size=8, speculative=True))
+    worker = EngineWorker(
+        ReplayDecoder(),
+        tokenizer,
+        metrics=metrics,
+        eos_token_ids=(256,),
+        stats=DecodeStats(
+            metrics, interval=40, context_length=1 << 30, block_size=8, speculative=True
+        ),
+    )
     job = Job(GenParams([1, 2, 3], rounds * commit + 1, ignore_eos=True), on_done=lambda r: None)
     t = time.perf_counter()
     worker._run(job)
@@ -67,23 +87,34 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.bench_server", description=__doc__.split("\n")[0])
-    ap.add_argument("--model-path", default=None, help="target directory (default: the bundled pair)")
-    ap.add_argument("--draft-model-path", default=None, help="drafter directory (default: the bundled pair)")
+    ap = argparse.ArgumentParser(
+        prog="python -m engine.bench.server", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument(
+        "--model-path", default=None, help="target directory (default: the bundled pair)"
+    )
+    ap.add_argument(
+        "--draft-model-path", default=None, help="drafter directory (default: the bundled pair)"
+    )
     ap.add_argument("--algorithm", default="DDTREE", choices=["NONE", "DFLASH", "DDTREE"])
     ap.add_argument("--prompt", default="def quicksort(items):\n    ")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--random-hidden", type=int, default=256)
     ap.add_argument("--random-layers", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch/OpenMP threads on both sides, so neither starves the other")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch/OpenMP threads on both sides, so neither starves the other",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = ap.parse_args(argv)
 
@@ -98,18 +129,36 @@ def main(argv: list[str] | None = None) -> int:
     spec = args.algorithm != "NONE"
     port = _free_port()
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
-    cmd = [sys.executable, "-m", "engine.cli", "serve", "--model-path", str(target),
-           "--speculative-algorithm", args.algorithm, "--port", str(port),
-           "--decode-log-interval", "1000000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "serve",
+        "--model-path",
+        str(target),
+        "--speculative-algorithm",
+        args.algorithm,
+        "--port",
+        str(port),
+        "--decode-log-interval",
+        "1000000",
+    ]
     if spec:
         cmd += ["--speculative-draft-model-path", str(drafter)]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1",
-                                     OMP_NUM_THREADS=str(args.threads)))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(args.threads)),
+    )
     try:
         bundle = load_bundle(target, drafter if spec else None, load_drafter=spec)
-        dec = Decoder(bundle.target, bundle.drafter if spec else None,
-                      method=METHOD_FOR_ALGORITHM[args.algorithm], max_context=bundle.max_context)
+        dec = Decoder(
+            bundle.target,
+            bundle.drafter if spec else None,
+            method=METHOD_FOR_ALGORITHM[args.algorithm],
+            max_context=bundle.max_context,
+        )
         ids = bundle.tokenizer.encode(args.prompt)
         n = min(args.max_new_tokens, bundle.max_context - len(ids) - 1)
         eos = (bundle.tokenizer.eos_token_id,)
@@ -120,11 +169,15 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"server did not start:\n{Path(log.name).read_text()}")
             time.sleep(0.1)
         local, served, commits = [], [], []
-        body = {"input_ids": ids, "sampling_params": {"max_new_tokens": n, "ignore_eos": True,
-                                                      "temperature": 0}}
+        body = {
+            "input_ids": ids,
+            "sampling_params": {"max_new_tokens": n, "ignore_eos": True, "temperature": 0},
+        }
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
-            client.post("/generate", json={**body, "sampling_params": {
-                **body["sampling_params"], "max_new_tokens": 16}}).raise_for_status()
+            client.post(
+                "/generate",
+                json={**body, "sampling_params": {**body["sampling_params"], "max_new_tokens": 16}},
+            ).raise_for_status()
             for _ in range(args.repeats):
                 g = dec.generate(ids, max_new_tokens=n, eos_token_ids=eos, ignore_eos=True)
                 local.append(g.decode_tok_per_s)
@@ -145,8 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "bookkeeping_us_per_round": round(overhead_us, 1),
         "bookkeeping_fraction_of_step": round(overhead_us / 1000.0 / step_ms, 5),
-        "weights": source, "algorithm": args.algorithm, "prompt_tokens": len(ids),
-        "max_new_tokens": n, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
+        "weights": source,
+        "algorithm": args.algorithm,
+        "prompt_tokens": len(ids),
+        "max_new_tokens": n,
+        "repeats": args.repeats,
+        "torch_threads": torch.get_num_threads(),
         "in_process_tok_s": round(statistics.median(local), 2),
         "server_tok_s": round(statistics.median(served), 2),
         # Median of per-pair ratios: each pair ran back to back, so load from other
@@ -158,16 +215,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"weights: {source}; {args.algorithm}; prompt {len(ids)} tokens; "
-              f"{n} new tokens x {args.repeats} (ignore_eos, greedy)")
-        print(f"in-process Decoder : {result['in_process_tok_s']:9.2f} tok/s (decode, prefill excluded)")
+        print(
+            f"weights: {source}; {args.algorithm}; prompt {len(ids)} tokens; "
+            f"{n} new tokens x {args.repeats} (ignore_eos, greedy)"
+        )
+        print(
+            f"in-process Decoder : {result['in_process_tok_s']:9.2f} tok/s "
+            "(decode, prefill excluded)"
+        )
         print(f"server /generate   : {result['server_tok_s']:9.2f} tok/s (meta_info.decode_time)")
-        print(f"ratio server/in-process: {result['ratio']:.3f} (median of {args.repeats} "
-              f"back-to-back pairs; ratio of medians {result['ratio_of_medians']:.3f}; "
-              f"target >= 0.95)")
-        print(f"server bookkeeping : {result['bookkeeping_us_per_round']:.1f} us per verify round "
-              f"= {100 * result['bookkeeping_fraction_of_step']:.2f}% of a {step_ms:.2f} ms step "
-              f"(replayed steps, noise-free)")
+        print(
+            f"ratio server/in-process: {result['ratio']:.3f} (median of {args.repeats} "
+            f"back-to-back pairs; ratio of medians {result['ratio_of_medians']:.3f}; "
+            f"target >= 0.95)"
+        )
+        print(
+            f"server bookkeeping : {result['bookkeeping_us_per_round']:.1f} us per verify round "
+            f"= {100 * result['bookkeeping_fraction_of_step']:.2f}% of a {step_ms:.2f} ms step "
+            f"(replayed steps, noise-free)"
+        )
     return 0
 
 

@@ -1,0 +1,104 @@
+"""AR vs DFlash vs DDTree on the same prompts, in one process (`python -m engine.bench`).
+
+How the verdict is made robust to a busy machine: engine/bench/__init__.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from engine.bench.measure import run
+from engine.bench.table import print_table
+from engine.decode import METHODS
+from engine.train.corpus import BENCH_PROMPTS_PATH
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m engine.bench",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--model-path", default=None, help="target model directory (default: the bundled target)"
+    )
+    p.add_argument(
+        "--draft-model-path",
+        default=None,
+        help="DFlash drafter directory (default: the bundled drafter)",
+    )
+    p.add_argument(
+        "--prompts",
+        default=str(BENCH_PROMPTS_PATH),
+        help="JSONL file with prompt, type and id fields",
+    )
+    p.add_argument(
+        "--types",
+        type=lambda s: s.split(","),
+        default=None,
+        help="comma-separated text types to run",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="at most this many prompts per text type"
+    )
+    p.add_argument("--max-new-tokens", type=int, default=128, help="tokens generated per prompt")
+    p.add_argument(
+        "--repeat",
+        type=_at_least_one,
+        default=3,
+        help="interleaved rounds over each prompt; the verdict takes medians over them",
+    )
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="DDTree node budget (default: block size - 1, as `specengine serve` and the "
+        "DDTree reference)",
+    )
+    p.add_argument(
+        "--block-size", type=int, default=None, help="draft block size (default: the drafter's)"
+    )
+    p.add_argument(
+        "--draft-window",
+        type=int,
+        default=None,
+        help="drafter attention window (default: full context)",
+    )
+    p.add_argument(
+        "--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare"
+    )
+    p.add_argument("--device", default="cpu", help="torch device")
+    p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object keyed by method (summaries, by_type, per_prompt)",
+    )
+    return p
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    bad = [m for m in args.methods if m not in METHODS]
+    if bad:
+        print(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}", file=sys.stderr)
+        return 2
+    report = run(args)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_table(report, args.max_new_tokens)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""Running the methods on the prompts: interleaved per prompt, repeated with the order
+rotated, each run paired with the AR run of the same prompt next to it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from engine.bench.prompts import load_prompts
+from engine.bench.summary import MIB, PromptRuns, summarize
+from engine.checkpoint import load_bundle
+from engine.decode import Decoder, Generation
+
+
+def _measure(
+    decoder: Decoder, ids: list[int], max_new_tokens: int, cuda: bool
+) -> tuple[Generation, int]:
+    """One request, and on CUDA the allocator's peak above what was allocated before it."""
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    g = decoder.generate(ids, max_new_tokens=max_new_tokens, ignore_eos=True)
+    peak = torch.cuda.max_memory_allocated() - base if cuda else 0
+    return g, peak
+
+
+def run(args: argparse.Namespace) -> dict:
+    torch.manual_seed(0)
+    bundle = load_bundle(
+        args.model_path, args.draft_model_path, device=args.device, dtype=args.dtype
+    )
+    prompts = load_prompts(Path(args.prompts), args.types, args.limit)
+    if not prompts:
+        raise SystemExit("no prompts to run (check --prompts and --types)")
+    methods = args.methods
+    decoders = {
+        m: Decoder(
+            bundle.target,
+            bundle.drafter,
+            method=m,
+            budget=args.budget if m == "ddtree" else None,
+            block_size=args.block_size,
+            draft_window=args.draft_window,
+        )
+        for m in methods
+    }
+    cuda = bundle.target.device.type == "cuda"
+    encoded = [bundle.tokenizer.encode(p["prompt"]) for p in prompts]
+    for dec in decoders.values():  # warm-up: first calls pay for allocation and kernel selection
+        dec.generate(encoded[0], max_new_tokens=16, ignore_eos=True)
+
+    results: dict[str, list[PromptRuns]] = {m: [] for m in methods}
+    lossless = {m: True for m in methods}
+    for i, (row, ids) in enumerate(zip(prompts, encoded, strict=True)):
+        kind = row.get("type", "text")
+        runs = {m: PromptRuns(str(row.get("id", i)), kind) for m in methods}
+        for rep in range(args.repeat):
+            k = (i + rep) % len(methods)  # rotate who goes first, so no method always follows AR
+            outs = {}
+            for m in methods[k:] + methods[:k]:
+                g, peak = _measure(decoders[m], ids, args.max_new_tokens, cuda)
+                outs[m] = g
+                runs[m].runs.append(g)
+                if cuda:
+                    runs[m].device_peak_bytes.append(peak)
+            if "ar" in outs:
+                ar = outs["ar"]
+                for m, g in outs.items():
+                    lossless[m] &= g.tokens == ar.tokens
+                    if ar.decode_tok_per_s > 0:
+                        runs[m].ratios.append(g.decode_tok_per_s / ar.decode_tok_per_s)
+        for m in methods:
+            results[m].append(runs[m])
+        if not args.json:
+            print(
+                f"  {runs[methods[0]].id:<10} "
+                + "  ".join(
+                    f"{m} {runs[m].tok_s:7.1f} tok/s c={runs[m].runs[0].commit_mean:4.2f}"
+                    + (f" {runs[m].ratio:4.2f}x" if runs[m].ratio is not None else "")
+                    for m in methods
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+
+    report: dict[str, dict] = {}
+    for m in methods:
+        report[m] = summarize(results[m])
+        types = sorted({p.type for p in results[m]}, key=[p.type for p in results[m]].index)
+        report[m]["by_type"] = {t: summarize([p for p in results[m] if p.type == t]) for t in types}
+        report[m]["lossless_vs_ar"] = lossless[m] if "ar" in methods else None
+        report[m]["budget"] = decoders[m].budget if m == "ddtree" else None
+        report[m]["block_size"] = decoders[m].block_size if m != "ar" else 1
+        report[m]["repeat"] = args.repeat
+        report[m]["per_prompt"] = [
+            {
+                "id": p.id,
+                "type": p.type,
+                "decode_tok_s": [round(g.decode_tok_per_s, 2) for g in p.runs],
+                "speedup_vs_ar": [round(r, 4) for r in p.ratios] or None,
+                "commit_mean": round(p.runs[0].commit_mean, 3),
+                "kv_cache_mib": round(max(g.kv_cache_bytes for g in p.runs) / MIB, 3),
+                "device_peak_mib": round(max(p.device_peak_bytes) / MIB, 3)
+                if p.device_peak_bytes
+                else None,
+            }
+            for p in results[m]
+        ]
+    return report

@@ -1,0 +1,44 @@
+"""The benchmark's human-readable table (without --json)."""
+
+from __future__ import annotations
+
+
+def print_table(report: dict, max_new_tokens: int) -> None:
+    types = sorted({t for r in report.values() for t in r["by_type"]})
+    repeat = next(iter(report.values()))["repeat"]
+    gpu = any(r.get("device_peak_mib") is not None for r in report.values())
+    print(
+        f"decode only (prefill excluded), ignore_eos, {max_new_tokens} new tokens per prompt, "
+        f"{repeat} interleaved repeats"
+    )
+    print(
+        f"{'method':<8} {'type':<6} {'tok/s':>8} {'commit':>7} {'step ms':>8} {'vs AR':>6} "
+        f"{'IQR':>11} {'out':>3} {'noise':>6} {'KV MiB':>7}"
+        + (f" {'GPU MiB':>8}" if gpu else "")
+        + f" {'8g-rep':>6} lossless"
+    )
+    for m, r in report.items():
+        for t, s in [("all", r)] + [(t, r["by_type"][t]) for t in types if t in r["by_type"]]:
+            sp = s.get("speedup_vs_ar")
+            iqr = f"{s['speedup_iqr'][0]:.2f}-{s['speedup_iqr'][1]:.2f}" if sp else "-"
+            noise = f"{100 * s['repeat_spread']:.1f}%" if sp else "-"
+            line = (
+                f"{m:<8} {t:<6} {s['decode_tok_s']:>8.1f} {s['commit_mean']:>7.2f} "
+                f"{s['step_ms']:>8.2f} {(f'{sp:.2f}x' if sp else '-'):>6} {iqr:>11} "
+                f"{s.get('speedup_outliers', 0):>3} {noise:>6} {s['kv_cache_peak_mib']:>7.2f}"
+            )
+            if gpu:
+                line += f" {s['device_peak_mib'] or 0:>8.1f}"
+            print(line + f" {s['repeated_8gram_frac']:>6.2f} {r['lossless_vs_ar']}")
+    print(
+        "tok/s and step ms: medians over prompts (each prompt: median of its repeats); "
+        "vs AR: median over prompts of the paired ratio (each run against the AR run of the "
+        "same prompt next to it), IQR its interquartile range, out the prompts outside "
+        "1.5 IQR, noise the median spread of a prompt's repeated ratios; KV MiB: the largest "
+        "KV cache a request grew to (target + drafter)"
+        + ("; GPU MiB: CUDA allocator peak above the weights during a request" if gpu else "")
+    )
+    print(
+        "8g-rep = share of output 8-grams seen earlier in the same output; high values mean "
+        "looping text is inflating the commit length"
+    )
