@@ -182,7 +182,7 @@ def _sample(ctx: int, kind: str, commit: float, step: float) -> RequestSample:
 
 
 def _field_model():
-    # The field reports' numbers: step 34 ms at context 13 growing to 144 ms at 5.5k,
+    # A served DDTree model's figures: step 34 ms at context 13 growing to 144 ms at 5.5k,
     # commit 2.9 on analysis text; 4.7 on the baseline's text (138 tok/s x 34 ms).
     samples = []
     for ctx, step in ((13, 0.034), (1663, 0.063), (3333, 0.101), (5553, 0.144)):
