@@ -18,7 +18,7 @@ import torch
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
-from engine.tree import build_tree, follow_verified
+from engine.tree import TreeMask, build_tree, follow_verified
 
 METHODS = ("ar", "dflash", "ddtree")
 
@@ -185,6 +185,7 @@ class Decoder:
             raise ValueError("max_new_tokens must be at least 1")
         cache = self.target.new_cache(self.max_context)
         session = self.new_draft_session() if self.method != "ar" else None
+        self._tree_mask = TreeMask(self.target.dtype, self.target.device)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(prompt_ids, max_new_tokens, eos_token_ids, ignore_eos,
@@ -287,15 +288,18 @@ class Decoder:
         tree = build_tree(bonus, draft_logits, budget)
         ids = torch.tensor([tree.tokens], device=dev)
         pos = tree.position_ids(start, dev)
-        mask = tree.attention_mask(ctx, self.target.dtype, dev)
+        mask = self._tree_mask(tree.visibility, ctx)
         tree_ms = clock.lap()
         logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
         post = logits[0].argmax(-1).tolist()
         verify_ms = clock.lap()
         path, new_bonus = follow_verified(tree, post)
         cache.compact(ctx, path)
-        idx = torch.tensor(path, device=dev)
-        session.add_context([h[:, idx] for h in hidden])
+        if path[-1] == len(path) - 1:  # the accepted path is a prefix of node order
+            session.add_context([h[:, : len(path)] for h in hidden])
+        else:
+            idx = torch.tensor(path, device=dev)
+            session.add_context([h[:, idx] for h in hidden])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
         return tokens, RoundStats(len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree))

@@ -74,9 +74,12 @@ class DraftLayer(DecoderLayer):
     def forward(self, h, ctx, cos, sin, n_ctx, cache, layer, window, mask=None):
         attn = self.self_attn
         x = self.input_layernorm(h)
-        q = attn.project_q(x, cos[:, :, n_ctx:], sin[:, :, n_ctx:])
         # The same k/v projections serve context and block rows (KV injection).
-        k, v = attn.project_kv(torch.cat([ctx, x], dim=1), cos, sin)
+        if attn.qkv is not None:  # inference: one matmul over [ctx ; block], q for the block
+            q, k, v = attn.fused_qkv(torch.cat([ctx, x], dim=1), cos, sin, q_from=n_ctx)
+        else:
+            q = attn.project_q(x, cos[:, :, n_ctx:], sin[:, :, n_ctx:])
+            k, v = attn.project_kv(torch.cat([ctx, x], dim=1), cos, sin)
         if cache is not None:
             k, v = cache.append(layer, k, v)
             if window is not None:
@@ -153,6 +156,7 @@ class DraftSession:
         self.cache = drafter.new_cache(capacity)
         self.window = window
         self.pending: torch.Tensor | None = None  # fused ctx rows for positions cache.length..
+        self._block: torch.Tensor | None = None  # [bonus, MASK...], reused every round
 
     def add_context(self, target_hidden: list[torch.Tensor]) -> None:
         fused = self.drafter.fuse(target_hidden)
@@ -165,8 +169,11 @@ class DraftSession:
         if ctx is None:
             ctx = torch.zeros(1, 0, d.config.layers.hidden_size, device=dev, dtype=d.fc.weight.dtype)
         assert self.cache.length + ctx.shape[1] == start, "draft context out of step"
-        block = torch.full((1, block_size), d.config.mask_token_id, dtype=torch.long, device=dev)
-        block[0, 0] = bonus
+        block = self._block
+        if block is None or block.shape[1] != block_size:
+            block = torch.full((1, block_size), d.config.mask_token_id, dtype=torch.long, device=dev)
+            self._block = block
+        block[0, 0] = bonus  # the other rows stay MASK: the drafter never writes them
         pos = torch.arange(self.cache.length, start + block_size, device=dev)[None]
         hidden = d(ctx, block, pos, self.cache, self.window)
         self.cache.crop(start)  # keep committed context rows only, drop the block

@@ -109,18 +109,20 @@ class KVCache:
         `keep` must be strictly increasing (an accepted root-to-leaf path in node order),
         so row i is only ever copied from a row at or after i.
         """
-        keep = torch.as_tensor(keep, dtype=torch.long, device=self.keys.device)
-        n = keep.numel()
-        if n and not bool((keep[1:] > keep[:-1]).all()):
+        keep = keep.tolist() if isinstance(keep, torch.Tensor) else list(keep)
+        n = len(keep)
+        if any(b <= a for a, b in zip(keep, keep[1:], strict=False)):
             raise ValueError("compact indices must be strictly increasing")
-        if n and int(keep[-1]) >= self.length - past_len:
+        if n and keep[-1] >= self.length - past_len:
             raise ValueError("compact index beyond the cache tail")
-        contiguous = n == 0 or int(keep[-1]) == n - 1  # accepted path is a prefix: nothing moves
-        if not contiguous:
-            src = keep + past_len
-            dst = slice(past_len, past_len + n)
-            self.keys[:, :, :, dst] = self.keys.index_select(3, src)
-            self.values[:, :, :, dst] = self.values.index_select(3, src)
+        # In place, row by row: keep[i] >= i, so a row is read before anything overwrites
+        # it. Rows already where they belong (the prefix the path shares with node order)
+        # are not touched; an accepted path that is a prefix moves nothing at all.
+        for i, src in enumerate(keep):
+            if src != i:
+                dst, src = past_len + i, past_len + src
+                self.keys[:, :, :, dst] = self.keys[:, :, :, src]
+                self.values[:, :, :, dst] = self.values[:, :, :, src]
         self.length = past_len + n
 
     def layer(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:

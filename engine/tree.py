@@ -30,13 +30,61 @@ class DraftTree:
 
     def attention_mask(self, past_len: int, dtype: torch.dtype, device) -> torch.Tensor:
         """Additive [1, 1, N, past+N]: the past is fully visible, tree rows see ancestors."""
-        n = len(self.tokens)
-        m = torch.zeros((n, past_len + n), dtype=dtype)
-        m[:, past_len:].masked_fill_(~torch.from_numpy(self.visibility), torch.finfo(dtype).min)
-        return m.to(device)[None, None]
+        return TreeMask(dtype, device)(self.visibility, past_len)
 
     def position_ids(self, start: int, device) -> torch.Tensor:
         return (torch.tensor(self.depths, dtype=torch.long) + start).to(device)[None]
+
+
+class TreeMask:
+    """The verify mask, kept across the rounds of one request.
+
+    Every round's mask is zeros over the past and the tree's visibility over the new rows.
+    Rebuilding it allocated and filled [N, past+N] per round, which grows with context;
+    this buffer only clears the block the previous round wrote and writes the new one, so
+    a round touches N*N entries whatever the context.
+    """
+
+    def __init__(self, dtype: torch.dtype, device):
+        self.buf = torch.zeros((0, 0), dtype=dtype, device=device)
+        self.neg = torch.finfo(dtype).min
+        self.written: tuple[int, int] | None = None  # (past_len, N) of the last block
+
+    def __call__(self, visibility: np.ndarray, past_len: int) -> torch.Tensor:
+        n = visibility.shape[0]
+        end = past_len + n
+        rows, cols = self.buf.shape
+        if n > rows or end > cols:  # grow by doubling: a long request reallocates rarely
+            self.buf = self.buf.new_zeros((max(n, rows), max(end, 2 * cols, 256)))
+            self.written = None
+        elif self.written is not None:
+            p, m = self.written
+            self.buf[:m, p : p + m] = 0
+        hidden = torch.from_numpy(~visibility).to(self.buf.device)
+        self.buf[:n, past_len:end].masked_fill_(hidden, self.neg)
+        self.written = (past_len, n)
+        return self.buf[None, None, :n, :end]
+
+
+def ancestry(parents: list[int]) -> np.ndarray:
+    """[N, N] bool, row i: the ancestors of node i and i itself (parents[0] == -1).
+
+    Vectorised over nodes, one step per tree level: each pass marks every node's ancestor
+    one level further up (the root is its own ancestor, so finished rows stay put).
+    """
+    n = len(parents)
+    up = np.asarray(parents, dtype=np.int64)
+    up[0] = 0
+    rows = np.arange(n)
+    vis = np.zeros((n, n), dtype=bool)
+    vis[rows, rows] = True
+    anc = up.copy()
+    while True:
+        vis[rows, anc] = True
+        nxt = up[anc]
+        if (nxt == anc).all():
+            return vis
+        anc = nxt
 
 
 def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> DraftTree:
@@ -73,13 +121,7 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
             w = logw + logp[d][0]
             heapq.heappush(heap, (-w, (*ranks, 0), i, d + 1, 0, w))
 
-    n = len(tokens)
-    vis = np.zeros((n, n), dtype=bool)
-    vis[0, 0] = True
-    for i in range(1, n):
-        vis[i, :i] = vis[parents[i], :i]
-        vis[i, i] = True
-    return DraftTree(tokens, parents, depths, child_maps, log_probs, vis)
+    return DraftTree(tokens, parents, depths, child_maps, log_probs, ancestry(parents))
 
 
 def follow_verified(tree: DraftTree, target_argmax: list[int]) -> tuple[list[int], int]:
