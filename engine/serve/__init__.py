@@ -32,7 +32,7 @@ Modules, from the command line inwards:
   detokenizer.py     incremental detokenization and stop strings
   chat_parsing.py    chat template, reasoning and tool-call parsers
   text.py            text helpers shared by the streaming parts
-  sse.py             server-sent event framing
+  sse.py             server-sent event framing and the streaming response
   metrics.py         Prometheus metrics and the SGLang `Decode batch` log line
   logs.py            log format and loading progress lines
 """

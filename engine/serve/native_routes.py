@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from engine.serve.checks import (
     GENERATE_UNSUPPORTED,
@@ -26,7 +26,7 @@ from engine.serve.jobs import Runner, check_result, threadsafe
 from engine.serve.metrics import METRICS_CONTENT_TYPE
 from engine.serve.protocol import DetokenizeRequest, GenerateRequest, TokenizeRequest
 from engine.serve.request_body import parse_body, read_json
-from engine.serve.sse import SSE_DONE, SSE_HEADERS, sse
+from engine.serve.sse import SSE_DONE, event_stream, sse
 from engine.serve.state import engine_state
 from engine.serve.worker import Delta, GenParams, Job, JobResult, ShuttingDown
 
@@ -230,11 +230,7 @@ async def generate(request: Request):
                 "meta_info": result.meta_info(**meta_kw),
             }
         )
-    return StreamingResponse(
-        generate_events(runner, first, len(ids), meta_kw),
-        media_type="text/event-stream",
-        headers=SSE_HEADERS,
-    )
+    return event_stream(generate_events(runner, first, len(ids), meta_kw))
 
 
 async def generate_events(

@@ -8,12 +8,10 @@ import uuid
 from typing import Any, NamedTuple
 
 from fastapi import Request
-from fastapi.responses import StreamingResponse
 
 from engine.serve.checks import OPENAI_UNSUPPORTED, check_model, check_sampling, check_unsupported
 from engine.serve.jobs import Runner, check_result
 from engine.serve.protocol import CompletionRequest
-from engine.serve.sse import SSE_HEADERS
 from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, JobResult
 
@@ -79,7 +77,3 @@ def usage(result: JobResult) -> dict:
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
     }
-
-
-def event_stream(events) -> StreamingResponse:
-    return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)

@@ -17,7 +17,6 @@ from engine.serve.checks import check_ids, check_model, resolve_max_tokens, stop
 from engine.serve.errors import APIError
 from engine.serve.openai_common import (
     check_openai_request,
-    event_stream,
     finish_reason,
     matched_stop,
     start_openai_job,
@@ -26,6 +25,7 @@ from engine.serve.openai_common import (
 from engine.serve.openai_streams import chat_events, completion_events
 from engine.serve.protocol import ChatCompletionRequest, CompletionRequest
 from engine.serve.request_body import parse_body, read_json
+from engine.serve.sse import event_stream
 from engine.serve.state import ServerState, engine_state
 from engine.serve.worker import GenParams
 
