@@ -48,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--samples", type=int, default=2048, help="target-regenerated training sequences"
     )
-    d.add_argument("--prompt-len", type=int, default=128, help="corpus prompt tokens per sequence")
+    d.add_argument(
+        "--prompt-lens",
+        default="auto",
+        help="corpus prompt lengths, one bucket of sequences each (comma-separated); "
+        "auto: six from 128 tokens to the target's context minus the response",
+    )
     d.add_argument(
         "--response-len", type=int, default=256, help="target response tokens per sequence"
     )
@@ -58,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="draft decoder layers (default: the bundled drafter's)",
     )
-    d.add_argument("--anchors", type=int, default=16, help="anchors (blocks) per sequence")
+    d.add_argument("--anchors", type=int, default=24, help="anchors (blocks) per sequence")
     d.add_argument("--lr", type=float, default=6e-4, help="peak learning rate (cosine, 4%% warmup)")
     d.set_defaults(func=train_drafter)
     for sp in (t, d):

@@ -18,10 +18,12 @@ def compare_with_transformers(model_dir, seq_len=40):
     with torch.no_grad():
         want = ref(ids, output_hidden_states=True)
         logits, hidden = ours(ids, torch.arange(seq_len)[None],
-                              output_layers=range(ours.config.num_hidden_layers - 1))
+                              output_layers=range(ours.config.num_hidden_layers))
     torch.testing.assert_close(logits, want.logits, atol=1e-4, rtol=1e-4)
+    assert len(hidden) == len(want.hidden_states) - 1
     for layer, h in enumerate(hidden):
-        # transformers' hidden_states[l + 1] is the output of decoder layer l.
+        # transformers' hidden_states[l + 1] is the output of decoder layer l, except that
+        # the last one is the final-normed output: a drafter tapping it sees that in both.
         torch.testing.assert_close(h, want.hidden_states[layer + 1], atol=1e-4, rtol=1e-4)
 
 

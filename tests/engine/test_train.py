@@ -57,7 +57,7 @@ def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
     resumed = run_train("target", "--steps", "2", "--batch", "2", "--seq-len", "32", "--out", str(target), *common)
     assert "resumed from" in resumed.stdout and "at step 1" in resumed.stdout
     run_train("drafter", "--target", str(target), "--out", str(drafter), "--steps", "2", "--batch", "2",
-              "--samples", "4", "--prompt-len", "24", "--response-len", "40", "--anchors", "2", *common)
+              "--samples", "4", "--prompt-lens", "24,48", "--response-len", "40", "--anchors", "2", *common)
     b = load_bundle(target, drafter)
     assert b.block_size == 16
     ids = b.tokenizer.encode("def f(x):\n")

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from engine.tree import build_tree, follow_verified
+from engine.tree import TreeMask, build_tree, follow_verified
 
 
 def prefixes(tree):
@@ -94,6 +94,22 @@ def test_attention_mask_and_positions():
     vis = torch.from_numpy(tree.visibility)
     assert ((m[0, 0, :, 5:] == 0) == vis).all()
     assert tree.position_ids(10, "cpu")[0].tolist() == [10 + d for d in tree.depths]
+
+
+def test_reused_mask_equals_a_fresh_one_every_round():
+    """The per-request buffer only rewrites the block a round touches: what an earlier,
+    larger or shifted tree left behind must never show through, and growth must keep it."""
+    g = torch.Generator().manual_seed(5)
+    masks = TreeMask(torch.float32, "cpu")
+    past = 3
+    for budget in [9, 2, 15, 0, 15, 6, 1, 12]:
+        tree = build_tree(1, torch.randn(6, 8, generator=g) * 2, budget)
+        got = masks(tree.visibility, past)
+        n = len(tree)
+        fresh = torch.zeros(n, past + n)
+        fresh[:, past:].masked_fill_(~torch.from_numpy(tree.visibility), torch.finfo(torch.float32).min)
+        assert torch.equal(got[0, 0], fresh), (budget, past)
+        past += 1 + budget * 37  # crosses the buffer's initial 256 columns, so it grows
 
 
 def test_follow_verified_walks_matching_children():
