@@ -16,8 +16,8 @@ Built to give the same verdict on a busy machine as on a quiet one:
 - Memory next to speed: the KV cache bytes each request grew to (target + drafter), and on
   CUDA the allocator's peak above the weights during the request.
 
-The commit length is the mean over responses of each response's mean, as the DDTree paper
-reports it.
+The commit length is the mean over responses of each response's mean, so every response
+counts alike however long it ran.
 
   __main__.py  the command line and its --json output
   prompts.py   the prompt set (engine/prompts/bench.jsonl by default)

@@ -100,7 +100,8 @@ class JobResult:
             # SGLang's per-request convention: completion_tokens / verify steps (the
             # prefill's token is in the numerator).
             "spec_accept_length": (n / s) if s else 0.0,
-            # Per-round mean commit length over verify rounds only (the paper's tau).
+            # Per-round mean commit length over verify rounds only (tau; the prefill's token
+            # is not in it).
             "spec_commit_mean": (sum(r.commit_len for r in self.rounds) / s) if s else 0.0,
             "e2e_latency": self.t_finished - self.t_received,
             "queue_time": self.t_started - self.t_received,
