@@ -3,7 +3,7 @@
 Every loop is lossless: the target's argmax decides every committed token, so all three
 methods emit the same tokens; the drafter only changes how many are committed per target
 forward. Each verify round reports its commit length (accepted drafts + the bonus token,
-the tau of the papers), the context length it ran at, and where its time went; decode
+called tau in the DFlash and DDTree papers), the context length it ran at, and where its time went; decode
 throughput is then exactly sum(commit) / sum(step time).
 """
 
@@ -25,13 +25,13 @@ METHODS = ("ar", "dflash", "ddtree")
 
 @dataclass(frozen=True)
 class RoundStats:
-    commit_len: int      # tokens committed this round, incl. the bonus token (tau)
-    context_len: int     # tokens in the target KV cache when the round started
+    commit_len: int  # tokens committed this round, incl. the bonus token (tau)
+    context_len: int  # tokens in the target KV cache when the round started
     draft_ms: float
     tree_ms: float
     verify_ms: float
     commit_ms: float
-    tree_nodes: int      # tokens verified incl. the root (1 for AR)
+    tree_nodes: int  # tokens verified incl. the root (1 for AR)
 
     @property
     def step_ms(self) -> float:
@@ -40,9 +40,9 @@ class RoundStats:
 
 @dataclass
 class Step:
-    tokens: list[int]                 # newly emitted tokens, already cut at the stop
-    stats: RoundStats | None          # None for the prefill step
-    prefill_ms: float | None = None   # only on the prefill step
+    tokens: list[int]  # newly emitted tokens, already cut at the stop
+    stats: RoundStats | None  # None for the prefill step
+    prefill_ms: float | None = None  # only on the prefill step
     finish_reason: str | None = None  # on the last step: "stop" (EOS) or "length"
 
 
@@ -125,7 +125,9 @@ class Decoder:
             raise ValueError("draft window must be at least 1")
         self.draft_window = draft_window
         self.max_context = max_context or target.config.max_position_embeddings
-        self.layer_ids = list(drafter.target_layer_ids) if drafter is not None and method != "ar" else []
+        self.layer_ids = (
+            list(drafter.target_layer_ids) if drafter is not None and method != "ar" else []
+        )
         # The running request's caches (the engine thread sets them; /get_server_info reads).
         self._live: tuple[KVCache, KVCache | None] | None = None
         self.last_kv_cache_bytes = 0  # what the last finished request had allocated
@@ -158,11 +160,21 @@ class Decoder:
         assert self.drafter is not None
         return DraftSession(self.drafter, self.max_context + self.block_size, self.draft_window)
 
-    def generate(self, prompt_ids: list[int], *, max_new_tokens: int,
-                 eos_token_ids: Iterable[int] = (), ignore_eos: bool = False) -> Generation:
+    def generate(
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        eos_token_ids: Iterable[int] = (),
+        ignore_eos: bool = False,
+    ) -> Generation:
         gen = Generation(prompt_len=len(prompt_ids))
-        for step in self.stream(prompt_ids, max_new_tokens=max_new_tokens,
-                                eos_token_ids=eos_token_ids, ignore_eos=ignore_eos):
+        for step in self.stream(
+            prompt_ids,
+            max_new_tokens=max_new_tokens,
+            eos_token_ids=eos_token_ids,
+            ignore_eos=ignore_eos,
+        ):
             gen.tokens.extend(step.tokens)
             if step.stats is not None:
                 gen.rounds.append(step.stats)
@@ -174,13 +186,21 @@ class Decoder:
         return gen
 
     @torch.inference_mode()
-    def stream(self, prompt_ids: list[int], *, max_new_tokens: int,
-               eos_token_ids: Iterable[int] = (), ignore_eos: bool = False) -> Iterator[Step]:
+    def stream(
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        eos_token_ids: Iterable[int] = (),
+        ignore_eos: bool = False,
+    ) -> Iterator[Step]:
         n = len(prompt_ids)
         if n == 0:
             raise ValueError("the prompt is empty")
         if n >= self.max_context:
-            raise ValueError(f"the prompt ({n} tokens) leaves no room in the {self.max_context}-token context")
+            raise ValueError(
+                f"the prompt ({n} tokens) leaves no room in the {self.max_context}-token context"
+            )
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be at least 1")
         cache = self.target.new_cache(self.max_context)
@@ -188,14 +208,16 @@ class Decoder:
         self._tree_mask = TreeMask(self.target.dtype, self.target.device)
         self._live = (cache, _cache_of(session))
         try:
-            yield from self._decode(prompt_ids, max_new_tokens, eos_token_ids, ignore_eos,
-                                    cache, session)
+            yield from self._decode(
+                prompt_ids, max_new_tokens, eos_token_ids, ignore_eos, cache, session
+            )
         finally:  # also when the caller closes the generator (a cancelled request)
             self.last_kv_cache_bytes = sum(c.nbytes for c in self._live if c is not None)
             self._live = None
 
-    def _decode(self, prompt_ids, max_new_tokens, eos_token_ids, ignore_eos, cache,
-                session) -> Iterator[Step]:
+    def _decode(
+        self, prompt_ids, max_new_tokens, eos_token_ids, ignore_eos, cache, session
+    ) -> Iterator[Step]:
         n = len(prompt_ids)
         eos = set() if ignore_eos else set(eos_token_ids)
         target = self.target
@@ -220,8 +242,13 @@ class Decoder:
 
         clock = _Clock(dev)
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=dev)
-        logits, hidden = target(ids, torch.arange(n, device=dev)[None], cache,
-                                output_layers=self.layer_ids, logits_rows=slice(-1, None))
+        logits, hidden = target(
+            ids,
+            torch.arange(n, device=dev)[None],
+            cache,
+            output_layers=self.layer_ids,
+            logits_rows=slice(-1, None),
+        )
         bonus = int(logits[0, -1].argmax())
         if session is not None:
             session.add_context(hidden)
@@ -231,7 +258,11 @@ class Decoder:
             return
 
         start = n  # position of the bonus token; the target cache holds [0, start)
-        round_fn = {"ar": self._ar_round, "dflash": self._dflash_round, "ddtree": self._ddtree_round}[self.method]
+        round_fn = {
+            "ar": self._ar_round,
+            "dflash": self._dflash_round,
+            "ddtree": self._ddtree_round,
+        }[self.method]
         while True:
             new_tokens, stats = round_fn(cache, session, bonus, start, clock)
             start += stats.commit_len
@@ -248,7 +279,9 @@ class Decoder:
         dev = self.target.device
         ctx = cache.length
         clock.lap()
-        logits, _ = self.target(torch.tensor([[bonus]], device=dev), torch.tensor([[start]], device=dev), cache)
+        logits, _ = self.target(
+            torch.tensor([[bonus]], device=dev), torch.tensor([[start]], device=dev), cache
+        )
         nxt = int(logits[0, -1].argmax())
         verify = clock.lap()
         return [nxt], RoundStats(1, ctx, 0.0, 0.0, verify, 0.0, 1)
@@ -302,4 +335,6 @@ class Decoder:
             session.add_context([h[:, idx] for h in hidden])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
-        return tokens, RoundStats(len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree))
+        return tokens, RoundStats(
+            len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree)
+        )

@@ -116,16 +116,28 @@ class DFlashDrafter(nn.Module):
     def new_cache(self, capacity: int) -> KVCache:
         lc = self.config.layers
         w = self.fc.weight
-        return KVCache(lc.num_hidden_layers, lc.num_key_value_heads, lc.head_dim, capacity,
-                       device=w.device, dtype=w.dtype)
+        return KVCache(
+            lc.num_hidden_layers,
+            lc.num_key_value_heads,
+            lc.head_dim,
+            capacity,
+            device=w.device,
+            dtype=w.dtype,
+        )
 
     def fuse(self, target_hidden: list[torch.Tensor]) -> torch.Tensor:
         """Target layer outputs (each [1, T, H]) -> context features [1, T, H]."""
         return self.hidden_norm(self.fc(torch.cat(target_hidden, dim=-1)))
 
-    def forward(self, ctx: torch.Tensor, block_ids: torch.Tensor, position_ids: torch.Tensor,
-                cache: KVCache | None, window: int | None = None,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        ctx: torch.Tensor,
+        block_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: KVCache | None,
+        window: int | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Hidden states of the block rows [1, B, H].
 
         ctx: fused context rows [1, C, H] not yet in `cache`; position_ids cover those C rows
@@ -167,11 +179,15 @@ class DraftSession:
         dev = d.fc.weight.device
         ctx = self.pending
         if ctx is None:
-            ctx = torch.zeros(1, 0, d.config.layers.hidden_size, device=dev, dtype=d.fc.weight.dtype)
+            ctx = torch.zeros(
+                1, 0, d.config.layers.hidden_size, device=dev, dtype=d.fc.weight.dtype
+            )
         assert self.cache.length + ctx.shape[1] == start, "draft context out of step"
         block = self._block
         if block is None or block.shape[1] != block_size:
-            block = torch.full((1, block_size), d.config.mask_token_id, dtype=torch.long, device=dev)
+            block = torch.full(
+                (1, block_size), d.config.mask_token_id, dtype=torch.long, device=dev
+            )
             self._block = block
         block[0, 0] = bonus  # the other rows stay MASK: the drafter never writes them
         pos = torch.arange(self.cache.length, start + block_size, device=dev)[None]

@@ -14,6 +14,8 @@ Rows at or beyond `length` are never read (attention sees rows [0, end) right af
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 KV_CHUNK_TOKENS = 256
@@ -79,7 +81,9 @@ class KVCache:
             new[:, :, :, :n] = old[:, :, :, :n]
             setattr(self, name, new)  # the old storage is freed here, before the next copy
 
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def append(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Write k/v ([1, H, T, D]) after the committed rows; return all rows for attention.
 
         Every layer of one forward appends the same T rows; `commit_append` then advances
@@ -111,7 +115,7 @@ class KVCache:
         """
         keep = keep.tolist() if isinstance(keep, torch.Tensor) else list(keep)
         n = len(keep)
-        if any(b <= a for a, b in zip(keep, keep[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(keep)):
             raise ValueError("compact indices must be strictly increasing")
         if n and keep[-1] >= self.length - past_len:
             raise ValueError("compact index beyond the cache tail")

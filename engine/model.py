@@ -114,7 +114,7 @@ def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 class RotaryEmbedding(nn.Module):
     """RoPE tables. The inverse frequencies stay float32 on purpose: casting the model to
-    bf16 must not round them, or positions drift from the reference implementation.
+    bf16 must not round them, or positions drift from transformers' Qwen3 (tests/engine/test_parity.py).
 
     cos/sin are tabulated once per device and dtype for every position up to the largest
     seen so far (grown by doubling), so a decode step indexes two tables instead of running
@@ -148,7 +148,9 @@ class RotaryEmbedding(nn.Module):
             self._tables[key] = table
         return table
 
-    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, positions: torch.Tensor, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [b, 1, T, D] for position ids [b, T] (any order, repeats allowed)."""
         if torch.is_grad_enabled() or positions.numel() == 0:
             freqs = positions.float()[..., None] * self.inv_freq(positions.device)
@@ -213,10 +215,12 @@ class Attention(nn.Module):
         join_weights(self.o_proj)
         # q_norm and k_norm normalise every head over head_dim with their own weights, so
         # one rms_norm over the q and k heads together, scaled per head, does both.
-        self.qk_norm_weight = torch.cat([
-            self.q_norm.weight.detach().expand(self.n_heads, -1),
-            self.k_norm.weight.detach().expand(self.n_kv, -1),
-        ])
+        self.qk_norm_weight = torch.cat(
+            [
+                self.q_norm.weight.detach().expand(self.n_heads, -1),
+                self.k_norm.weight.detach().expand(self.n_kv, -1),
+            ]
+        )
 
     def fused_qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, q_from: int = 0):
         """q [b, H, T-q_from, D], k and v [b, KV, T, D] from one matmul, one norm, one RoPE.
@@ -252,8 +256,9 @@ class Attention(nn.Module):
         return self._shape_q(self.q_proj(x), cos, sin)
 
     def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
-                                             enable_gqa=self.n_kv != self.n_heads)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=self.n_kv != self.n_heads
+        )
         b, _, t, _ = out.shape
         return self.o_proj(out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
 
@@ -302,7 +307,11 @@ def fuse_for_inference(module: nn.Module) -> None:
         if isinstance(mod, Attention | MLP):
             mod.fuse()
     for lin in module.modules():  # the LM head (tied or not) and the drafter's fc
-        if isinstance(lin, nn.Linear) and lin.weight.device.type == "cpu" and lin.weight.is_contiguous():
+        if (
+            isinstance(lin, nn.Linear)
+            and lin.weight.device.type == "cpu"
+            and lin.weight.is_contiguous()
+        ):
             join_weights(lin)
 
 
@@ -335,8 +344,12 @@ class Qwen3ForCausalLM(nn.Module):
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         c = self.config
         return KVCache(
-            c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
-            capacity or c.max_position_embeddings, device=self.device, dtype=self.dtype,
+            c.num_hidden_layers,
+            c.num_key_value_heads,
+            c.head_dim,
+            capacity or c.max_position_embeddings,
+            device=self.device,
+            dtype=self.dtype,
             batch=batch,
         )
 

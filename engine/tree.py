@@ -18,12 +18,12 @@ import torch
 
 @dataclass
 class DraftTree:
-    tokens: list[int]            # [root] + node tokens, in node order
-    parents: list[int]           # parents[0] == -1
-    depths: list[int]            # root depth 0
+    tokens: list[int]  # [root] + node tokens, in node order
+    parents: list[int]  # parents[0] == -1
+    depths: list[int]  # root depth 0
     child_maps: list[dict[int, int]]  # node -> {token: child node}
-    log_probs: list[float]       # log q(u) of each node's prefix; root 0.0
-    visibility: np.ndarray       # [N, N] bool, row i: ancestors of i and i itself
+    log_probs: list[float]  # log q(u) of each node's prefix; root 0.0
+    visibility: np.ndarray  # [N, N] bool, row i: ancestors of i and i itself
 
     def __len__(self) -> int:
         return len(self.tokens)

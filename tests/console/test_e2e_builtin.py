@@ -147,7 +147,9 @@ async def test_flag_change_rollback_and_failure_recovery(service: EngineService)
     assert (await service.status()).state == "stopped"
 
 
-async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: str, port: int) -> None:
+async def _cli_sees_the_same_service(
+    host: str, launch_json: Path, before_text: str, port: int
+) -> None:
     cli = _cli("status", host, "--json")
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["state"] == "ready"
@@ -170,7 +172,10 @@ async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
     try:
-        body = {"text": "def f(x):\n", "sampling_params": {"max_new_tokens": 120, "ignore_eos": True}}
+        body = {
+            "text": "def f(x):\n",
+            "sampling_params": {"max_new_tokens": 120, "ignore_eos": True},
+        }
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
             assert http.post("/generate", json=body).status_code == 200
         line = await asyncio.wait_for(asyncio.to_thread(follower.stdout.readline), timeout=60)
@@ -188,12 +193,19 @@ async def _cli_sees_the_same_service(host: str, launch_json: Path, before_text: 
     assert launch_json.read_text() == before_text
 
 
-async def test_limits_come_from_the_engines_default_weights_when_no_path_is_set(tmp_path: Path) -> None:
+async def test_limits_come_from_the_engines_default_weights_when_no_path_is_set(
+    tmp_path: Path,
+) -> None:
     """The built-in `local` profile names no model paths; the engine then loads its bundled
     weights, so the draft-window check must read the block size from those (found via the
     defaults its --help prints) instead of letting a doomed value through to a restart."""
-    profile = HostProfile(name="defaults", engine="builtin", launch=LaunchProfile(python=sys.executable),
-                          port=free_port(), state_dir=str(tmp_path / "state"))
+    profile = HostProfile(
+        name="defaults",
+        engine="builtin",
+        launch=LaunchProfile(python=sys.executable),
+        port=free_port(),
+        state_dir=str(tmp_path / "state"),
+    )
     transport = open_transport(profile)
     try:
         svc = EngineService(profile, transport)

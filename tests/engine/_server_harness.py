@@ -16,9 +16,11 @@ import httpx
 
 READY = "The server is fired up and ready to roll!"
 # SGLang's decode line as the console parses it (console/backends/logparse.py).
-SGLANG_DECODE_RE = (r"Decode batch(?:\.| \[\d+\],|,) #running-req: (\d+), #token: (\d+), "
-                    r"token usage: ([\d.]+), (?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
-                    r".*?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+SGLANG_DECODE_RE = (
+    r"Decode batch(?:\.| \[\d+\],|,) #running-req: (\d+), #token: (\d+), "
+    r"token usage: ([\d.]+), (?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
+    r".*?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)"
+)
 TIMESTAMP_RE = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] "
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,8 +44,13 @@ class ServerProcess:
             args += ["--speculative-draft-model-path", str(drafter)]
         self.log_file = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-        self.proc = subprocess.Popen(serve_cmd(*args, *extra), cwd=REPO, env=env,
-                                     stdout=self.log_file, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            serve_cmd(*args, *extra),
+            cwd=REPO,
+            env=env,
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+        )
 
     def log(self) -> str:
         return Path(self.log_file.name).read_text(errors="replace")
@@ -83,7 +90,7 @@ def sse_events(lines) -> list:
     for line in lines:
         if not line.startswith("data:"):
             continue
-        data = line[len("data:"):].strip()
+        data = line[len("data:") :].strip()
         out.append(data if data == "[DONE]" else json.loads(data))
     return out
 

@@ -30,11 +30,11 @@ class OracleSession:
             true = self.seq[p]
             roll = torch.rand((), generator=g).item()
             if roll < 0.75:
-                logits[i, true] = 10.0          # top-1: a linear draft accepts it
+                logits[i, true] = 10.0  # top-1: a linear draft accepts it
             elif roll < 0.9:
                 decoy = (true + 1) % self.vocab
                 logits[i, decoy] = 10.0
-                logits[i, true] = 9.0           # rank 2: only a tree with a branch accepts it
+                logits[i, true] = 9.0  # rank 2: only a tree with a branch accepts it
         return logits
 
 

@@ -33,13 +33,33 @@ def test_shipped_prompt_set_has_code_and_prose():
 def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(
-        json.dumps({"id": "c", "type": "code", "prompt": "def f(x):\n"}) + "\n"
-        + json.dumps({"id": "p", "type": "prose", "prompt": "The cat sat"}) + "\n")
+        json.dumps({"id": "c", "type": "code", "prompt": "def f(x):\n"})
+        + "\n"
+        + json.dumps({"id": "p", "type": "prose", "prompt": "The cat sat"})
+        + "\n"
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "engine.bench", "--model-path", str(tiny_pair[0]),
-         "--draft-model-path", str(tiny_pair[1]), "--prompts", str(prompts),
-         "--max-new-tokens", "12", "--budget", "8", "--json"],
-        capture_output=True, text=True, timeout=240, check=True)
+        [
+            sys.executable,
+            "-m",
+            "engine.bench",
+            "--model-path",
+            str(tiny_pair[0]),
+            "--draft-model-path",
+            str(tiny_pair[1]),
+            "--prompts",
+            str(prompts),
+            "--max-new-tokens",
+            "12",
+            "--budget",
+            "8",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
     report = json.loads(out.stdout)
     assert set(report) == {"ar", "dflash", "ddtree"}
     for m, r in report.items():
@@ -66,11 +86,19 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
 
 
 def test_bench_rejects_unknown_method(tiny_pair):
-    out = subprocess.run([sys.executable, "-m", "engine.bench", "--methods", "ar,medusa"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.bench", "--methods", "ar,medusa"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "unknown method 'medusa'" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "engine.bench", "--repeat", "0"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.bench", "--repeat", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "--repeat" in out.stderr
 
 
@@ -80,7 +108,9 @@ def _gen(ms_per_round: float, rounds: int = 8, commit: int = 1) -> Generation:
     return g
 
 
-def _prompt(ar_ms: list[float], method_ms: list[float], kind: str = "code") -> tuple[PromptRuns, PromptRuns]:
+def _prompt(
+    ar_ms: list[float], method_ms: list[float], kind: str = "code"
+) -> tuple[PromptRuns, PromptRuns]:
     """AR and method runs of one prompt, repeat by repeat (paired as the bench pairs them)."""
     ar, m = PromptRuns("x", kind), PromptRuns("x", kind)
     for a, b in zip(ar_ms, method_ms, strict=True):
@@ -95,8 +125,11 @@ def _prompt(ar_ms: list[float], method_ms: list[float], kind: str = "code") -> t
 def test_verdict_is_the_median_of_paired_ratios_not_summed_totals():
     # A slow prompt (10 ms/token) with a 1.5x method and two fast ones (1 ms) with 3x:
     # summed tokens over summed time would be dominated by the slow prompt (about 1.7x).
-    prompts = [_prompt([10] * 3, [10 / 1.5] * 3), _prompt([1] * 3, [1 / 3] * 3),
-               _prompt([1] * 3, [1 / 3] * 3)]
+    prompts = [
+        _prompt([10] * 3, [10 / 1.5] * 3),
+        _prompt([1] * 3, [1 / 3] * 3),
+        _prompt([1] * 3, [1 / 3] * 3),
+    ]
     s = summarize([m for _, m in prompts])
     assert s["speedup_vs_ar"] == pytest.approx(3.0)
     assert s["speedup_iqr"] == pytest.approx([2.25, 3.0])

@@ -25,22 +25,39 @@ def test_compaction_matches_ar_forward(bundle, path_choice):
     with torch.inference_mode():
         cache = target.new_cache(256)
         target(torch.tensor([PROMPT]), torch.arange(n)[None], cache)
-        tree = build_tree(PROMPT[-1] ^ 1, torch.randn(5, target.config.vocab_size,
-                                                      generator=torch.Generator().manual_seed(0)), 24)
+        tree = build_tree(
+            PROMPT[-1] ^ 1,
+            torch.randn(5, target.config.vocab_size, generator=torch.Generator().manual_seed(0)),
+            24,
+        )
         mask = tree.attention_mask(n, target.dtype, "cpu")
-        _, hidden = target(torch.tensor([tree.tokens]), tree.position_ids(n, "cpu"), cache,
-                           attn_mask=mask, output_layers=layers)
+        _, hidden = target(
+            torch.tensor([tree.tokens]),
+            tree.position_ids(n, "cpu"),
+            cache,
+            attn_mask=mask,
+            output_layers=layers,
+        )
         assert cache.length == n + len(tree)
         # Pick an accepted root-to-node path.
-        deepest = max(range(len(tree)), key=lambda i: (tree.depths[i], -i) if tree.parents[i] != 0 or True else 0)
+        deepest = max(
+            range(len(tree)),
+            key=lambda i: (tree.depths[i], -i) if tree.parents[i] != 0 or True else 0,
+        )
         if path_choice == "root_only":
             node = 0
         elif path_choice == "first_chain":
-            node = max(i for i in range(len(tree)) if all(
-                tree.parents[j] == j - 1 for j in range(1, i + 1)))
+            node = max(
+                i
+                for i in range(len(tree))
+                if all(tree.parents[j] == j - 1 for j in range(1, i + 1))
+            )
         else:
-            node = next(i for i in reversed(range(len(tree))) if tree.parents[i] not in (0, i - 1)) if any(
-                tree.parents[i] not in (0, i - 1) for i in range(1, len(tree))) else deepest
+            node = (
+                next(i for i in reversed(range(len(tree))) if tree.parents[i] not in (0, i - 1))
+                if any(tree.parents[i] not in (0, i - 1) for i in range(1, len(tree)))
+                else deepest
+            )
         path = [node]
         while tree.parents[path[-1]] >= 0:
             path.append(tree.parents[path[-1]])
@@ -50,15 +67,18 @@ def test_compaction_matches_ar_forward(bundle, path_choice):
 
         committed = PROMPT + [tree.tokens[i] for i in path]
         ref = target.new_cache(256)
-        _, ref_hidden = target(torch.tensor([committed]), torch.arange(len(committed))[None], ref,
-                               output_layers=layers)
+        _, ref_hidden = target(
+            torch.tensor([committed]), torch.arange(len(committed))[None], ref, output_layers=layers
+        )
     for layer in range(target.config.num_hidden_layers):
         k, v = cache.layer(layer)
         rk, rv = ref.layer(layer)
         torch.testing.assert_close(k, rk, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(v, rv, atol=1e-5, rtol=1e-4)
         # The hidden states kept as the next draft context are AR-exact too.
-        torch.testing.assert_close(hidden[layer][:, path], ref_hidden[layer][:, n:], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            hidden[layer][:, path], ref_hidden[layer][:, n:], atol=1e-5, rtol=1e-4
+        )
 
 
 def test_cache_guards():
@@ -114,7 +134,9 @@ def test_request_memory_follows_its_length(bundle):
     steps = dec.stream(PROMPT, max_new_tokens=20)
     next(steps)
     live = dec.kv_cache_info()
-    assert live["kv_cache_tokens"] == KV_CHUNK_TOKENS and live["kv_cache_used_tokens"] == len(PROMPT)
+    assert live["kv_cache_tokens"] == KV_CHUNK_TOKENS and live["kv_cache_used_tokens"] == len(
+        PROMPT
+    )
     assert 0 < live["kv_cache_bytes"] < info["kv_cache_max_bytes"]
     steps.close()
     assert dec.kv_cache_info()["kv_cache_tokens"] == 0

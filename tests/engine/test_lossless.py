@@ -39,7 +39,10 @@ def test_oracle_drafts_are_lossless_for_all_budgets(pairs, block, budget_kind):
         dec = OracleDecoder(b.target, b.drafter, method=method, budget=budget, full_sequence=full)
         got = dec.generate(PROMPT, max_new_tokens=60)
         assert got.tokens == ref.tokens, method
-        assert sum(r.commit_len for r in got.rounds) == len(got.tokens) - 1 or got.finish_reason == "length"
+        assert (
+            sum(r.commit_len for r in got.rounds) == len(got.tokens) - 1
+            or got.finish_reason == "length"
+        )
         if method == "ddtree" and budget >= depth:
             # With a real budget the oracle's chains get accepted: many tokens per round.
             assert got.commit_mean > 2.0
@@ -50,7 +53,9 @@ def test_trained_shape_drafter_is_lossless(pairs, block):
     b = pairs[block]
     ref = reference(b, 48)
     for method, budget in (("dflash", None), ("ddtree", 1), ("ddtree", block - 1), ("ddtree", 64)):
-        got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(PROMPT, max_new_tokens=48)
+        got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(
+            PROMPT, max_new_tokens=48
+        )
         assert got.tokens == ref.tokens, (method, budget)
 
 
@@ -58,8 +63,12 @@ def test_tree_beats_chain_on_second_ranked_drafts(pairs):
     """The oracle puts some true tokens at rank 2: a tree must accept more than the chain."""
     b = pairs[16]
     full = PROMPT + reference(b, 80).tokens
-    chain = OracleDecoder(b.target, b.drafter, method="dflash", full_sequence=full).generate(PROMPT, max_new_tokens=80)
-    tree = OracleDecoder(b.target, b.drafter, method="ddtree", budget=64, full_sequence=full).generate(PROMPT, max_new_tokens=80)
+    chain = OracleDecoder(b.target, b.drafter, method="dflash", full_sequence=full).generate(
+        PROMPT, max_new_tokens=80
+    )
+    tree = OracleDecoder(
+        b.target, b.drafter, method="ddtree", budget=64, full_sequence=full
+    ).generate(PROMPT, max_new_tokens=80)
     assert tree.tokens == chain.tokens
     assert tree.commit_mean > chain.commit_mean
 
@@ -85,8 +94,9 @@ def test_max_new_tokens_cut(pairs, n):
     ref = reference(b, 40)
     full = PROMPT + ref.tokens
     for method in ("ar", "dflash", "ddtree"):
-        got = OracleDecoder(b.target, b.drafter, method=method, budget=40, full_sequence=full).generate(
-            PROMPT, max_new_tokens=n)
+        got = OracleDecoder(
+            b.target, b.drafter, method=method, budget=40, full_sequence=full
+        ).generate(PROMPT, max_new_tokens=n)
         assert got.tokens == ref.tokens[:n], method
         assert got.finish_reason == "length"
 
@@ -97,8 +107,9 @@ def test_draft_window_smaller_than_context(pairs):
     for window in (8, 12):
         assert window < len(PROMPT)
         for method in ("dflash", "ddtree"):
-            got = Decoder(b.target, b.drafter, method=method, budget=24, draft_window=window).generate(
-                PROMPT, max_new_tokens=50)
+            got = Decoder(
+                b.target, b.drafter, method=method, budget=24, draft_window=window
+            ).generate(PROMPT, max_new_tokens=50)
             assert got.tokens == ref.tokens
 
 
@@ -110,7 +121,9 @@ def test_draft_window_changes_what_the_drafter_sees(pairs):
     s_full, s_win = full_ctx.new_draft_session(), windowed.new_draft_session()
     with torch.inference_mode():
         ids = torch.tensor([PROMPT])
-        _, hidden = b.target(ids, torch.arange(len(PROMPT))[None], output_layers=b.drafter.target_layer_ids)
+        _, hidden = b.target(
+            ids, torch.arange(len(PROMPT))[None], output_layers=b.drafter.target_layer_ids
+        )
         s_full.add_context(hidden)
         s_win.add_context(hidden)
         a = s_full.propose(PROMPT[-1], len(PROMPT), 8)
@@ -125,8 +138,9 @@ def test_context_limit_stops_with_length(pairs):
     assert len(ref.tokens) == 13 and ref.finish_reason == "length"
     full = PROMPT + ref.tokens
     for method in ("dflash", "ddtree"):
-        got = OracleDecoder(b.target, b.drafter, method=method, budget=30, max_context=limit,
-                            full_sequence=full).generate(PROMPT, max_new_tokens=100)
+        got = OracleDecoder(
+            b.target, b.drafter, method=method, budget=30, max_context=limit, full_sequence=full
+        ).generate(PROMPT, max_new_tokens=100)
         assert got.tokens == ref.tokens
         assert got.finish_reason == "length"
         assert all(r.context_len + r.tree_nodes <= limit for r in got.rounds)
@@ -159,7 +173,9 @@ def test_bad_arguments_are_refused(pairs):
         dec.generate([1, 2], max_new_tokens=0)
 
 
-@pytest.mark.skipif(not (DEFAULT_DRAFTER_PATH / "config.json").exists(), reason="bundled weights not trained yet")
+@pytest.mark.skipif(
+    not (DEFAULT_DRAFTER_PATH / "config.json").exists(), reason="bundled weights not trained yet"
+)
 def test_bundled_pair_is_lossless():
     """The trained pair accepts long drafts; outputs must still equal AR exactly."""
     b = load_bundle()
@@ -168,7 +184,8 @@ def test_bundled_pair_is_lossless():
         ref = Decoder(b.target, method="ar").generate(ids, max_new_tokens=64, ignore_eos=True)
         for method, budget in (("dflash", None), ("ddtree", 16), ("ddtree", 64)):
             got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(
-                ids, max_new_tokens=64, ignore_eos=True)
+                ids, max_new_tokens=64, ignore_eos=True
+            )
             assert got.tokens == ref.tokens, (prompt, method, budget)
 
 
@@ -184,7 +201,11 @@ def test_lossless_while_the_cache_grows(pairs, monkeypatch, chunk):
     monkeypatch.setattr(engine.kvcache, "KV_CHUNK_TOKENS", chunk)
     assert reference(b, 60).tokens == ref.tokens
     for method, budget in (("dflash", None), ("ddtree", 7), ("ddtree", 30)):
-        got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(PROMPT, max_new_tokens=60)
+        got = Decoder(b.target, b.drafter, method=method, budget=budget).generate(
+            PROMPT, max_new_tokens=60
+        )
         assert got.tokens == ref.tokens, (method, budget)
-        oracle = OracleDecoder(b.target, b.drafter, method=method, budget=budget, full_sequence=full)
+        oracle = OracleDecoder(
+            b.target, b.drafter, method=method, budget=budget, full_sequence=full
+        )
         assert oracle.generate(PROMPT, max_new_tokens=60).tokens == ref.tokens, (method, budget)

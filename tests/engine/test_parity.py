@@ -13,12 +13,15 @@ transformers = pytest.importorskip("transformers")
 
 def compare_with_transformers(model_dir, seq_len=40):
     ours = load_target(model_dir)
-    ref = transformers.Qwen3ForCausalLM.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+    ref = transformers.Qwen3ForCausalLM.from_pretrained(
+        str(model_dir), torch_dtype=torch.float32
+    ).eval()
     ids = torch.randint(0, 256, (1, seq_len), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         want = ref(ids, output_hidden_states=True)
-        logits, hidden = ours(ids, torch.arange(seq_len)[None],
-                              output_layers=range(ours.config.num_hidden_layers))
+        logits, hidden = ours(
+            ids, torch.arange(seq_len)[None], output_layers=range(ours.config.num_hidden_layers)
+        )
     torch.testing.assert_close(logits, want.logits, atol=1e-4, rtol=1e-4)
     assert len(hidden) == len(want.hidden_states) - 1
     for layer, h in enumerate(hidden):
@@ -45,7 +48,9 @@ def test_incremental_decoding_matches_full_forward(tiny_pair):
     torch.testing.assert_close(torch.cat([part, *steps], dim=1), full, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.skipif(not (DEFAULT_TARGET_PATH / "config.json").exists(), reason="bundled weights not trained yet")
+@pytest.mark.skipif(
+    not (DEFAULT_TARGET_PATH / "config.json").exists(), reason="bundled weights not trained yet"
+)
 def test_bundled_target_matches_transformers():
     compare_with_transformers(DEFAULT_TARGET_PATH, seq_len=64)
 
@@ -71,5 +76,7 @@ def test_bf16_forward_tracks_fp32_and_decodes(tiny_pair):
         b, _ = b16.target(ids, torch.arange(32)[None])
     torch.testing.assert_close(b.float(), a, atol=0.05, rtol=0.05)
     for method in ("ar", "dflash", "ddtree"):
-        g = Decoder(b16.target, b16.drafter, method=method, budget=8).generate(list(range(65, 90)), max_new_tokens=10)
+        g = Decoder(b16.target, b16.drafter, method=method, budget=8).generate(
+            list(range(65, 90)), max_new_tokens=10
+        )
         assert len(g.tokens) == 10

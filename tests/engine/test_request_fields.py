@@ -32,8 +32,14 @@ class ScriptedDecoder:
     def __init__(self, tokens: list[int]):
         self.tokens = tokens
 
-    def stream(self, prompt_ids: list[int], *, max_new_tokens: int, eos_token_ids=(),
-               ignore_eos: bool = False) -> Iterator[Step]:
+    def stream(
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        eos_token_ids=(),
+        ignore_eos: bool = False,
+    ) -> Iterator[Step]:
         eos = set() if ignore_eos else set(eos_token_ids)
         tokens = self.tokens[:max_new_tokens]
         for i, t in enumerate(tokens):
@@ -49,11 +55,11 @@ def make_client():
     states = []
 
     def make(tokens: list[int], *flags: str, tokenizer=TOK) -> TestClient:
-        args = parse_serve_args(["--context-length", str(CONTEXT), "--skip-server-warmup",
-                                 *flags])
+        args = parse_serve_args(["--context-length", str(CONTEXT), "--skip-server-warmup", *flags])
         check_against_bundle(args, max_context=CONTEXT, block_size=8)
-        bundle = SimpleNamespace(tokenizer=tokenizer, model_path="scripted",
-                                 draft_model_path=None, max_context=CONTEXT)
+        bundle = SimpleNamespace(
+            tokenizer=tokenizer, model_path="scripted", draft_model_path=None, max_context=CONTEXT
+        )
         state = build_state(args, bundle, ScriptedDecoder(tokens))
         state.ready = True
         state.worker.start()
@@ -88,12 +94,21 @@ def test_skip_special_tokens(make_client):
     assert kept["text"] == "a<|im_start|>b"
     assert kept["output_ids"] == tokens
     assert kept["meta_info"]["finish_reason"] == {"type": "stop", "matched": TOK.eos_token_id}
-    events = _sse(client, "/generate", {"text": "x", "stream": True,
-                                        "sampling_params": {"skip_special_tokens": False}})
+    events = _sse(
+        client,
+        "/generate",
+        {"text": "x", "stream": True, "sampling_params": {"skip_special_tokens": False}},
+    )
     assert events[-1] == "[DONE]" and events[-2]["text"] == "a<|im_start|>b"
     # With ignore_eos the EOS is just another token, shown like the others.
-    shown = _generate(client, sampling_params={"skip_special_tokens": False, "ignore_eos": True,
-                                               "max_new_tokens": len(tokens)})
+    shown = _generate(
+        client,
+        sampling_params={
+            "skip_special_tokens": False,
+            "ignore_eos": True,
+            "max_new_tokens": len(tokens),
+        },
+    )
     assert shown["text"] == "a<|im_start|>b<|endoftext|>"
     # A stop string still cuts the text that now holds special tokens.
     cut = _generate(client, sampling_params={"skip_special_tokens": False, "stop": "b"})
@@ -107,16 +122,19 @@ def test_stream_reasoning(make_client):
     def deltas(**extra) -> tuple[list[str], str]:
         events = _sse(client, "/v1/chat/completions", {**body, **extra})
         ds = [e["choices"][0]["delta"] for e in events[:-1] if e["choices"]]
-        return ([d["reasoning_content"] for d in ds if d.get("reasoning_content")],
-                "".join(d.get("content") or "" for d in ds))
+        return (
+            [d["reasoning_content"] for d in ds if d.get("reasoning_content")],
+            "".join(d.get("content") or "" for d in ds),
+        )
 
     streamed, content = deltas()
     assert "".join(streamed) == "plan it" and len(streamed) > 1 and content == "answer"
     held, content = deltas(stream_reasoning=False)
     assert held == ["plan it"] and content == "answer"
     # Not streaming: the whole reasoning is in the message either way.
-    r = client.post("/v1/chat/completions", json={**body, "stream": False,
-                                                  "stream_reasoning": False})
+    r = client.post(
+        "/v1/chat/completions", json={**body, "stream": False, "stream_reasoning": False}
+    )
     msg = r.json()["choices"][0]["message"]
     assert msg["reasoning_content"] == "plan it" and msg["content"] == "answer"
 
@@ -124,7 +142,8 @@ def test_stream_reasoning(make_client):
 def test_add_special_tokens(make_client):
     tok = byte_tokenizer()
     tok.hf.post_processor = processors.TemplateProcessing(
-        single="<|im_start|> $A", special_tokens=[("<|im_start|>", IM_START)])
+        single="<|im_start|> $A", special_tokens=[("<|im_start|>", IM_START)]
+    )
     client = make_client([TOK.eos_token_id], tokenizer=tok)
     plain = client.post("/tokenize", json={"prompt": "hi"}).json()["tokens"]
     assert plain == TOK.encode("hi")
@@ -134,8 +153,11 @@ def test_add_special_tokens(make_client):
 
 def test_tool_choice_that_cannot_be_forced(make_client):
     client = make_client(TOK.encode("ok"), "--tool-call-parser", "qwen25")
-    body = {"messages": [{"role": "user", "content": "q"}], "max_tokens": 4,
-            "tools": [{"type": "function", "function": {"name": "f"}}]}
+    body = {
+        "messages": [{"role": "user", "content": "q"}],
+        "max_tokens": 4,
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+    }
     assert client.post("/v1/chat/completions", json=body).status_code == 200
     for choice in ("required", {"type": "function", "function": {"name": "f"}}):
         r = client.post("/v1/chat/completions", json={**body, "tool_choice": choice})

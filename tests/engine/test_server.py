@@ -27,9 +27,18 @@ LOG_INTERVAL = 4
 @pytest.fixture(scope="module")
 def server(tiny_pair):
     target, drafter = tiny_pair
-    srv = ServerProcess(target, drafter, "--decode-log-interval", str(LOG_INTERVAL),
-                        "--served-model-name", "tiny", "--reasoning-parser", "qwen3",
-                        "--tool-call-parser", "qwen25")
+    srv = ServerProcess(
+        target,
+        drafter,
+        "--decode-log-interval",
+        str(LOG_INTERVAL),
+        "--served-model-name",
+        "tiny",
+        "--reasoning-parser",
+        "qwen3",
+        "--tool-call-parser",
+        "qwen25",
+    )
     try:
         srv.wait_ready()
         yield srv
@@ -44,8 +53,14 @@ def client(server):
 
 
 def completion(client, **body):
-    body = {"model": "tiny", "prompt": PROMPT, "max_tokens": 24, "temperature": 0,
-            "ignore_eos": True, **body}
+    body = {
+        "model": "tiny",
+        "prompt": PROMPT,
+        "max_tokens": 24,
+        "temperature": 0,
+        "ignore_eos": True,
+        **body,
+    }
     r = client.post("/v1/completions", json=body)
     assert r.status_code == 200, r.text
     return r.json()
@@ -74,8 +89,13 @@ def test_completion_non_stream(client):
 
 def test_ignore_eos_gives_exactly_max_tokens(client):
     for n in (1, 7, 33):
-        r = client.post("/generate", json={"text": PROMPT, "sampling_params": {
-            "max_new_tokens": n, "ignore_eos": True, "temperature": 0}})
+        r = client.post(
+            "/generate",
+            json={
+                "text": PROMPT,
+                "sampling_params": {"max_new_tokens": n, "ignore_eos": True, "temperature": 0},
+            },
+        )
         assert r.status_code == 200, r.text
         meta = r.json()["meta_info"]
         assert meta["completion_tokens"] == n
@@ -85,9 +105,19 @@ def test_ignore_eos_gives_exactly_max_tokens(client):
 
 def test_stream_matches_non_stream(client):
     full = completion(client)
-    events = stream(client, "/v1/completions", {
-        "model": "tiny", "prompt": PROMPT, "max_tokens": 24, "temperature": 0,
-        "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}})
+    events = stream(
+        client,
+        "/v1/completions",
+        {
+            "model": "tiny",
+            "prompt": PROMPT,
+            "max_tokens": 24,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
     assert events[-1] == "[DONE]"
     chunks = [e for e in events[:-1] if e["choices"]]
     text = "".join(e["choices"][0]["text"] for e in chunks)
@@ -99,17 +129,27 @@ def test_stream_matches_non_stream(client):
 
 
 def test_chat_stream_matches_non_stream(client):
-    body = {"model": "tiny", "messages": [{"role": "system", "content": "Python."},
-                                          {"role": "user", "content": "def add(a, b):"}],
-            "max_completion_tokens": 20, "temperature": 0, "ignore_eos": True}
+    body = {
+        "model": "tiny",
+        "messages": [
+            {"role": "system", "content": "Python."},
+            {"role": "user", "content": "def add(a, b):"},
+        ],
+        "max_completion_tokens": 20,
+        "temperature": 0,
+        "ignore_eos": True,
+    }
     r = client.post("/v1/chat/completions", json=body)
     assert r.status_code == 200, r.text
     full = r.json()
     assert full["object"] == "chat.completion"
     msg = full["choices"][0]["message"]
     assert msg["role"] == "assistant" and "reasoning_content" in msg
-    events = stream(client, "/v1/chat/completions",
-                    {**body, "stream": True, "stream_options": {"include_usage": True}})
+    events = stream(
+        client,
+        "/v1/chat/completions",
+        {**body, "stream": True, "stream_options": {"include_usage": True}},
+    )
     assert events[-1] == "[DONE]"
     deltas = [e["choices"][0]["delta"] for e in events[:-1] if e["choices"]]
     assert deltas[0].get("role") == "assistant"
@@ -122,10 +162,14 @@ def test_chat_stream_matches_non_stream(client):
 
 
 def test_generate_meta_info_consistent(client):
-    r = client.post("/generate", json={
-        "text": PROMPT, "sampling_params": {"max_new_tokens": 40, "ignore_eos": True,
-                                            "temperature": 0},
-        "return_commit_lengths": True})
+    r = client.post(
+        "/generate",
+        json={
+            "text": PROMPT,
+            "sampling_params": {"max_new_tokens": 40, "ignore_eos": True, "temperature": 0},
+            "return_commit_lengths": True,
+        },
+    )
     assert r.status_code == 200, r.text
     meta = r.json()["meta_info"]
     n, s = meta["completion_tokens"], meta["spec_verify_ct"]
@@ -144,8 +188,10 @@ def test_generate_meta_info_consistent(client):
 def test_generate_input_ids_and_stream(client):
     ids = client.post("/tokenize", json={"prompt": PROMPT}).json()
     assert ids["count"] == len(ids["tokens"]) > 0
-    base = {"input_ids": ids["tokens"],
-            "sampling_params": {"max_new_tokens": 12, "ignore_eos": True, "temperature": 0}}
+    base = {
+        "input_ids": ids["tokens"],
+        "sampling_params": {"max_new_tokens": 12, "ignore_eos": True, "temperature": 0},
+    }
     full = client.post("/generate", json=base).json()
     events = stream(client, "/generate", {**base, "stream": True})
     assert events[-1] == "[DONE]"
@@ -159,9 +205,15 @@ def test_generate_input_ids_and_stream(client):
 
 
 def test_chat_meta_info_on_request(client):
-    r = client.post("/v1/chat/completions", json={
-        "messages": [{"role": "user", "content": "x = 1"}], "max_tokens": 8,
-        "ignore_eos": True, "return_meta_info": True})
+    r = client.post(
+        "/v1/chat/completions",
+        json={
+            "messages": [{"role": "user", "content": "x = 1"}],
+            "max_tokens": 8,
+            "ignore_eos": True,
+            "return_meta_info": True,
+        },
+    )
     assert r.status_code == 200, r.text
     meta = r.json()["choices"][0]["meta_info"]
     assert meta["completion_tokens"] == 8
@@ -171,17 +223,26 @@ def test_chat_meta_info_on_request(client):
 def test_stop_string_cuts_text(client):
     full = completion(client, max_tokens=30)["choices"][0]["text"]
     # Pick a stop string that occurs in the (random) greedy output, past its first chars.
-    stop = next((full[i:i + 2] for i in range(3, len(full) - 2)
-                 if full[i:i + 2].strip() and "\ufffd" not in full[i:i + 2]), None)
+    stop = next(
+        (
+            full[i : i + 2]
+            for i in range(3, len(full) - 2)
+            if full[i : i + 2].strip() and "\ufffd" not in full[i : i + 2]
+        ),
+        None,
+    )
     if stop is None:
         pytest.skip("greedy output too short to pick a stop string")
-    cut = full[:full.index(stop)]
+    cut = full[: full.index(stop)]
     body = completion(client, max_tokens=30, stop=[stop])
     choice = body["choices"][0]
     assert choice["text"] == cut
     assert choice["finish_reason"] == "stop" and choice["matched_stop"] == stop
-    events = stream(client, "/v1/completions", {
-        "prompt": PROMPT, "max_tokens": 30, "ignore_eos": True, "stop": stop, "stream": True})
+    events = stream(
+        client,
+        "/v1/completions",
+        {"prompt": PROMPT, "max_tokens": 30, "ignore_eos": True, "stop": stop, "stream": True},
+    )
     assert "".join(e["choices"][0]["text"] for e in events[:-1]) == cut
 
 
@@ -190,11 +251,25 @@ def test_models_and_server_info(client):
     card = models["data"][0]
     assert card["id"] == "tiny" and card["max_model_len"] > 0
     info = client.get("/get_server_info").json()
-    for key in ("model_path", "speculative_algorithm", "speculative_draft_model_path",
-                "speculative_num_draft_tokens", "speculative_ddtree_budget",
-                "speculative_draft_window_size", "context_length", "reasoning_parser",
-                "tool_call_parser", "host", "port", "api_key", "served_model_name",
-                "decode_log_interval", "device", "dtype", "version"):
+    for key in (
+        "model_path",
+        "speculative_algorithm",
+        "speculative_draft_model_path",
+        "speculative_num_draft_tokens",
+        "speculative_ddtree_budget",
+        "speculative_draft_window_size",
+        "context_length",
+        "reasoning_parser",
+        "tool_call_parser",
+        "host",
+        "port",
+        "api_key",
+        "served_model_name",
+        "decode_log_interval",
+        "device",
+        "dtype",
+        "version",
+    ):
         assert key in info, key
     assert info["speculative_algorithm"] == "DDTREE"
     assert info["speculative_num_draft_tokens"] >= 2
@@ -232,18 +307,32 @@ def test_metrics_parse(client):
     before = _metrics(client)
     completion(client, max_tokens=2 * LOG_INTERVAL + 1)
     after = _metrics(client)
-    for name in ("sglang:gen_throughput", "sglang:spec_accept_length", "sglang:num_running_reqs",
-                 "sglang:num_queue_reqs", "sglang:num_used_tokens"):
+    for name in (
+        "sglang:gen_throughput",
+        "sglang:spec_accept_length",
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+        "sglang:num_used_tokens",
+    ):
         assert name in after, name
-    steps = after["specengine:spec_verify_steps_total"] - before["specengine:spec_verify_steps_total"]
-    committed = (after["specengine:spec_committed_tokens_total"]
-                 - before["specengine:spec_committed_tokens_total"])
+    steps = (
+        after["specengine:spec_verify_steps_total"] - before["specengine:spec_verify_steps_total"]
+    )
+    committed = (
+        after["specengine:spec_committed_tokens_total"]
+        - before["specengine:spec_committed_tokens_total"]
+    )
     assert steps >= 1 and committed >= steps  # windowed accept length >= 1
     assert after["sglang:spec_accept_length"] >= 1.0
     assert after["sglang:num_running_reqs"] == 0
-    assert after["specengine:step_time_seconds_count"] > before["specengine:step_time_seconds_count"]
+    assert (
+        after["specengine:step_time_seconds_count"] > before["specengine:step_time_seconds_count"]
+    )
     assert after["sglang:time_to_first_token_seconds_count"] >= 1
-    assert after["sglang:generation_tokens_total"] - before["sglang:generation_tokens_total"] == 2 * LOG_INTERVAL + 1
+    assert (
+        after["sglang:generation_tokens_total"] - before["sglang:generation_tokens_total"]
+        == 2 * LOG_INTERVAL + 1
+    )
 
 
 def _metrics(client) -> dict[str, float]:
@@ -264,13 +353,16 @@ async def test_eight_concurrent_clients(server, client):
     async def one(i: int):
         async with httpx.AsyncClient(base_url=server.base, timeout=120) as c:
             if i % 2:
-                r = await c.post("/v1/completions", json={
-                    "prompt": PROMPT, "max_tokens": 10, "ignore_eos": True})
+                r = await c.post(
+                    "/v1/completions", json={"prompt": PROMPT, "max_tokens": 10, "ignore_eos": True}
+                )
                 assert r.status_code == 200, r.text
                 return r.json()["choices"][0]["text"]
-            async with c.stream("POST", "/v1/completions", json={
-                    "prompt": PROMPT, "max_tokens": 10, "ignore_eos": True,
-                    "stream": True}) as r:
+            async with c.stream(
+                "POST",
+                "/v1/completions",
+                json={"prompt": PROMPT, "max_tokens": 10, "ignore_eos": True, "stream": True},
+            ) as r:
                 assert r.status_code == 200
                 events = sse_events([ln async for ln in r.aiter_lines()])
             return "".join(e["choices"][0]["text"] for e in events[:-1])
@@ -281,10 +373,14 @@ async def test_eight_concurrent_clients(server, client):
 
 def test_client_disconnect_cancels(server, client):
     aborted = _metrics(client).get("sglang:num_aborted_requests_total", 0)
-    with httpx.Client(base_url=server.base, timeout=60) as c, c.stream(
-            "POST", "/v1/completions",
-            json={"prompt": PROMPT, "max_tokens": 400, "ignore_eos": True,
-                  "stream": True}) as r:
+    with (
+        httpx.Client(base_url=server.base, timeout=60) as c,
+        c.stream(
+            "POST",
+            "/v1/completions",
+            json={"prompt": PROMPT, "max_tokens": 400, "ignore_eos": True, "stream": True},
+        ) as r,
+    ):
         for line in r.iter_lines():
             if line.startswith("data:"):
                 break  # hang up after the first chunk

@@ -32,9 +32,19 @@ GREEDY = {"text": "def f(x):\n", "sampling_params": {"max_new_tokens": 12, "igno
 @pytest.fixture(scope="module")
 def server(tiny_pair):
     target, drafter = tiny_pair
-    srv = ServerProcess(target, drafter, "--context-length", str(CONTEXT),
-                        "--served-model-name", "tiny", "--reasoning-parser", "qwen3",
-                        "--tool-call-parser", "qwen25", "--skip-server-warmup")
+    srv = ServerProcess(
+        target,
+        drafter,
+        "--context-length",
+        str(CONTEXT),
+        "--served-model-name",
+        "tiny",
+        "--reasoning-parser",
+        "qwen3",
+        "--tool-call-parser",
+        "qwen25",
+        "--skip-server-warmup",
+    )
     try:
         srv.wait_ready()
         yield srv
@@ -50,12 +60,23 @@ def server(tiny_pair):
 SURROGATES = st.sampled_from(["\udcff", "a\ud800", "\udfffz", "\ud83d"])
 TEXT = st.text(max_size=12)  # hypothesis never puts a lone surrogate in st.text
 PROMPT = st.text(min_size=1, max_size=12)
-HUGE = st.sampled_from([2 ** 63, -(2 ** 63) - 1, 2 ** 80, 10 ** 30, 1e300, 1e308])
+HUGE = st.sampled_from([2**63, -(2**63) - 1, 2**80, 10**30, 1e300, 1e308])
 NON_FINITE = st.sampled_from([float("nan"), float("inf"), float("-inf")])
-LEAVES = (st.none() | st.booleans() | st.integers(-3, 70) | st.floats(-2, 2) | HUGE
-          | NON_FINITE | TEXT | SURROGATES)
-ANY_JSON = st.recursive(LEAVES, lambda kids: st.lists(kids, max_size=3)
-                        | st.dictionaries(TEXT | SURROGATES, kids, max_size=3), max_leaves=6)
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 70)
+    | st.floats(-2, 2)
+    | HUGE
+    | NON_FINITE
+    | TEXT
+    | SURROGATES
+)
+ANY_JSON = st.recursive(
+    LEAVES,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(TEXT | SURROGATES, kids, max_size=3),
+    max_leaves=6,
+)
 BAD_TEXT = SURROGATES | HUGE | NON_FINITE | st.integers() | st.lists(st.integers(), max_size=2)
 IDS = st.lists(st.integers(0, 255), min_size=1, max_size=10)
 BAD_IDS = st.lists(st.integers(-3, 1000) | HUGE | TEXT, min_size=0, max_size=4)
@@ -64,7 +85,7 @@ BAD_BOOL = st.sampled_from(["yes", 1, 0, None, 1.0])
 STOP = st.none() | TEXT | st.lists(TEXT, max_size=3)
 BAD_STOP = SURROGATES | st.lists(SURROGATES | st.integers(), min_size=1, max_size=2) | HUGE
 SMALL = st.integers(1, 6)
-BAD_SMALL = st.sampled_from([0, -1, 100, 10 ** 6, 2 ** 63, 2.5, "4", None, float("nan")])
+BAD_SMALL = st.sampled_from([0, -1, 100, 10**6, 2**63, 2.5, "4", None, float("nan")])
 PROB = st.none() | st.floats(0.01, 1.0) | st.just(1)
 BAD_PROB = st.sampled_from([0, -0.5, 1.5, "x", 1e999, float("nan"), float("inf")])
 NEUTRAL = st.sampled_from([None, 0, 0.0])
@@ -78,64 +99,106 @@ def field(good, bad=st.nothing()):
 COMMON = {
     "model": field(st.sampled_from(["tiny", None]), st.sampled_from(["other", ""]) | SURROGATES),
     "temperature": field(st.sampled_from([0, 0.0, None]), st.sampled_from([0.7, -1, 2, "0"])),
-    "top_p": field(PROB, BAD_PROB), "top_k": field(st.integers(-1, 50), st.integers(-100, -2)),
-    "n": field(st.just(1), st.sampled_from([0, 2, -1])), "seed": field(st.integers(0, 2 ** 62), HUGE),
-    "stream": field(BOOL, BAD_BOOL), "stop": field(STOP, BAD_STOP),
+    "top_p": field(PROB, BAD_PROB),
+    "top_k": field(st.integers(-1, 50), st.integers(-100, -2)),
+    "n": field(st.just(1), st.sampled_from([0, 2, -1])),
+    "seed": field(st.integers(0, 2**62), HUGE),
+    "stream": field(BOOL, BAD_BOOL),
+    "stop": field(STOP, BAD_STOP),
     "ignore_eos": field(BOOL, BAD_BOOL),
-    "stream_options": field(st.fixed_dictionaries({}, optional={
-        "include_usage": BOOL, "continuous_usage_stats": BOOL}), st.sampled_from([[], "x"])),
+    "stream_options": field(
+        st.fixed_dictionaries({}, optional={"include_usage": BOOL, "continuous_usage_stats": BOOL}),
+        st.sampled_from([[], "x"]),
+    ),
     "min_tokens": field(st.just(0), st.sampled_from([1, 3, -1])),
-    "frequency_penalty": field(NEUTRAL, BAD_PENALTY), "presence_penalty": field(NEUTRAL, BAD_PENALTY),
+    "frequency_penalty": field(NEUTRAL, BAD_PENALTY),
+    "presence_penalty": field(NEUTRAL, BAD_PENALTY),
     "repetition_penalty": field(st.sampled_from([None, 1, 1.0]), BAD_PENALTY),
     "user": field(TEXT, BAD_TEXT),
     "logit_bias": field(st.sampled_from([None, {}]), st.just({"65": 100})),
-    "response_format": field(st.sampled_from([None, {"type": "text"}]),
-                             st.just({"type": "json_object"})),
+    "response_format": field(
+        st.sampled_from([None, {"type": "text"}]), st.just({"type": "json_object"})
+    ),
     "stop_token_ids": field(st.sampled_from([None, []]), st.just([10])),
-    "return_meta_info": field(BOOL, BAD_BOOL), "return_commit_lengths": field(BOOL, BAD_BOOL),
+    "return_meta_info": field(BOOL, BAD_BOOL),
+    "return_commit_lengths": field(BOOL, BAD_BOOL),
     "return_round_stats": field(BOOL, BAD_BOOL),
 }
-COMPLETION = ({"prompt"}, {
-    **COMMON,
-    "prompt": field(PROMPT | IDS | st.lists(PROMPT, min_size=1, max_size=1)
-                    | st.lists(IDS, min_size=1, max_size=1),
-                    BAD_TEXT | BAD_IDS | st.just("x" * 100) | st.lists(PROMPT, min_size=2)),
-    "max_tokens": field(SMALL, BAD_SMALL), "echo": field(st.just(False), st.just(True)),
-    "logprobs": field(st.none(), st.integers(0, 3)),
-    "best_of": field(st.sampled_from([None, 1]), st.just(2)),
-    "suffix": field(st.sampled_from([None, ""]), st.just("end")),
-})
+COMPLETION = (
+    {"prompt"},
+    {
+        **COMMON,
+        "prompt": field(
+            PROMPT
+            | IDS
+            | st.lists(PROMPT, min_size=1, max_size=1)
+            | st.lists(IDS, min_size=1, max_size=1),
+            BAD_TEXT | BAD_IDS | st.just("x" * 100) | st.lists(PROMPT, min_size=2),
+        ),
+        "max_tokens": field(SMALL, BAD_SMALL),
+        "echo": field(st.just(False), st.just(True)),
+        "logprobs": field(st.none(), st.integers(0, 3)),
+        "best_of": field(st.sampled_from([None, 1]), st.just(2)),
+        "suffix": field(st.sampled_from([None, ""]), st.just("end")),
+    },
+)
 PART = st.fixed_dictionaries({"type": st.just("text"), "text": TEXT})
-BAD_PART = st.fixed_dictionaries({"type": st.sampled_from(["image_url", "text"]),
-                                  "text": BAD_TEXT})
-MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]),
-                                 "content": PROMPT | st.lists(PART, min_size=1, max_size=2)})
-BAD_MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["wizard", "user", 3]),
-                                     "content": BAD_TEXT | st.lists(BAD_PART, max_size=2)})
+BAD_PART = st.fixed_dictionaries({"type": st.sampled_from(["image_url", "text"]), "text": BAD_TEXT})
+MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["system", "user", "assistant"]),
+        "content": PROMPT | st.lists(PART, min_size=1, max_size=2),
+    }
+)
+BAD_MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["wizard", "user", 3]),
+        "content": BAD_TEXT | st.lists(BAD_PART, max_size=2),
+    }
+)
 TOOL = {"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}
-CHAT = ({"messages"}, {
-    **COMMON,
-    "messages": field(st.lists(MESSAGE, min_size=1, max_size=3),
-                      st.lists(BAD_MESSAGE, max_size=2) | st.just([])),
-    "max_tokens": field(SMALL, BAD_SMALL), "max_completion_tokens": field(SMALL, BAD_SMALL),
-    "logprobs": field(st.just(False), st.just(True)),
-    "top_logprobs": field(st.sampled_from([None, 0]), st.integers(1, 5)),
-    "tools": field(st.sampled_from([None, [TOOL]]), st.just([{"type": "function"}])),
-    "tool_choice": field(st.sampled_from(["auto", "none", None]),
-                         st.sampled_from(["required", "sometimes"])),
-    "separate_reasoning": field(BOOL, BAD_BOOL), "stream_reasoning": field(BOOL, BAD_BOOL),
-})
-SAMPLING = (set(), {
-    "max_new_tokens": field(SMALL, BAD_SMALL), "min_new_tokens": field(st.just(0), st.just(2)),
-    "temperature": field(st.sampled_from([0, None]), st.just(1.0)), "top_p": field(PROB, BAD_PROB),
-    "top_k": field(st.integers(-1, 50), st.just(-7)), "ignore_eos": field(BOOL, BAD_BOOL),
-    "stop": field(STOP, BAD_STOP), "skip_special_tokens": field(BOOL, BAD_BOOL),
-    "frequency_penalty": field(NEUTRAL, BAD_PENALTY), "presence_penalty": field(NEUTRAL, BAD_PENALTY),
-    "repetition_penalty": field(st.sampled_from([None, 1]), BAD_PENALTY),
-    "n": field(st.just(1), st.just(2)), "stop_token_ids": field(st.sampled_from([None, []]), IDS),
-    "regex": field(st.none(), TEXT), "json_schema": field(st.none(), TEXT),
-    "ebnf": field(st.none(), TEXT), "no_stop_trim": field(st.just(False), st.just(True)),
-})
+CHAT = (
+    {"messages"},
+    {
+        **COMMON,
+        "messages": field(
+            st.lists(MESSAGE, min_size=1, max_size=3),
+            st.lists(BAD_MESSAGE, max_size=2) | st.just([]),
+        ),
+        "max_tokens": field(SMALL, BAD_SMALL),
+        "max_completion_tokens": field(SMALL, BAD_SMALL),
+        "logprobs": field(st.just(False), st.just(True)),
+        "top_logprobs": field(st.sampled_from([None, 0]), st.integers(1, 5)),
+        "tools": field(st.sampled_from([None, [TOOL]]), st.just([{"type": "function"}])),
+        "tool_choice": field(
+            st.sampled_from(["auto", "none", None]), st.sampled_from(["required", "sometimes"])
+        ),
+        "separate_reasoning": field(BOOL, BAD_BOOL),
+        "stream_reasoning": field(BOOL, BAD_BOOL),
+    },
+)
+SAMPLING = (
+    set(),
+    {
+        "max_new_tokens": field(SMALL, BAD_SMALL),
+        "min_new_tokens": field(st.just(0), st.just(2)),
+        "temperature": field(st.sampled_from([0, None]), st.just(1.0)),
+        "top_p": field(PROB, BAD_PROB),
+        "top_k": field(st.integers(-1, 50), st.just(-7)),
+        "ignore_eos": field(BOOL, BAD_BOOL),
+        "stop": field(STOP, BAD_STOP),
+        "skip_special_tokens": field(BOOL, BAD_BOOL),
+        "frequency_penalty": field(NEUTRAL, BAD_PENALTY),
+        "presence_penalty": field(NEUTRAL, BAD_PENALTY),
+        "repetition_penalty": field(st.sampled_from([None, 1]), BAD_PENALTY),
+        "n": field(st.just(1), st.just(2)),
+        "stop_token_ids": field(st.sampled_from([None, []]), IDS),
+        "regex": field(st.none(), TEXT),
+        "json_schema": field(st.none(), TEXT),
+        "ebnf": field(st.none(), TEXT),
+        "no_stop_trim": field(st.just(False), st.just(True)),
+    },
+)
 
 
 @st.composite
@@ -154,26 +217,48 @@ def body(draw, spec: tuple[set[str], dict]) -> dict:
 
 GENERATE_EXTRA = {
     "sampling_params": field(body(SAMPLING), st.sampled_from([3, [], "x"])),
-    "stream": field(BOOL, BAD_BOOL), "rid": field(TEXT, BAD_TEXT),
+    "stream": field(BOOL, BAD_BOOL),
+    "rid": field(TEXT, BAD_TEXT),
     "return_logprob": field(st.just(False), st.just(True)),
     "return_text_in_logprobs": field(BOOL, BAD_BOOL),
-    "return_commit_lengths": field(BOOL, BAD_BOOL), "return_round_stats": field(BOOL, BAD_BOOL),
+    "return_commit_lengths": field(BOOL, BAD_BOOL),
+    "return_round_stats": field(BOOL, BAD_BOOL),
     "logprob_start_len": field(st.integers(-1, 3), HUGE),
     "top_logprobs_num": field(st.integers(0, 2), HUGE),
     "return_hidden_states": field(st.just(False), st.just(True)),
     "lora_path": field(st.none(), TEXT),
 }
-GENERATE_TEXT = ({"text"}, {"text": field(PROMPT, BAD_TEXT | st.just("")), **GENERATE_EXTRA,
-                            "input_ids": field(st.nothing(), IDS)})
-GENERATE_IDS = ({"input_ids"}, {"input_ids": field(IDS, BAD_IDS), **GENERATE_EXTRA,
-                                 "text": field(st.nothing(), PROMPT)})
-TOKENIZE = ({"prompt"}, {"prompt": field(TEXT, BAD_TEXT), "text": field(st.nothing(), TEXT),
-                         "model": COMMON["model"], "add_special_tokens": field(BOOL, BAD_BOOL)})
+GENERATE_TEXT = (
+    {"text"},
+    {
+        "text": field(PROMPT, BAD_TEXT | st.just("")),
+        **GENERATE_EXTRA,
+        "input_ids": field(st.nothing(), IDS),
+    },
+)
+GENERATE_IDS = (
+    {"input_ids"},
+    {"input_ids": field(IDS, BAD_IDS), **GENERATE_EXTRA, "text": field(st.nothing(), PROMPT)},
+)
+TOKENIZE = (
+    {"prompt"},
+    {
+        "prompt": field(TEXT, BAD_TEXT),
+        "text": field(st.nothing(), TEXT),
+        "model": COMMON["model"],
+        "add_special_tokens": field(BOOL, BAD_BOOL),
+    },
+)
 DETOKENIZE = ({"tokens"}, {"tokens": field(IDS, BAD_IDS), "model": COMMON["model"]})
 
-BODIES = [("/v1/completions", COMPLETION), ("/v1/chat/completions", CHAT),
-          ("/generate", GENERATE_TEXT), ("/generate", GENERATE_IDS), ("/tokenize", TOKENIZE),
-          ("/detokenize", DETOKENIZE)]
+BODIES = [
+    ("/v1/completions", COMPLETION),
+    ("/v1/chat/completions", CHAT),
+    ("/generate", GENERATE_TEXT),
+    ("/generate", GENERATE_IDS),
+    ("/tokenize", TOKENIZE),
+    ("/detokenize", DETOKENIZE),
+]
 
 
 @st.composite
@@ -220,8 +305,13 @@ def test_fuzzed_requests_never_get_a_5xx(server):
         sent = []
         t0 = time.monotonic()
 
-        @settings(max_examples=MIN_REQUESTS + 50, derandomize=True, deadline=None,
-                  database=None, suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=MIN_REQUESTS + 50,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(requests())
         def fuzz(request):
             method, path, raw = request

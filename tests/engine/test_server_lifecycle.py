@@ -19,16 +19,30 @@ from tests.engine._server_harness import (
 
 pytestmark = pytest.mark.timeout(300)
 
-FLAGS = ["--model-path", "--speculative-algorithm", "--speculative-draft-model-path",
-         "--speculative-num-draft-tokens", "--speculative-ddtree-budget",
-         "--speculative-draft-window-size", "--context-length", "--reasoning-parser",
-         "--tool-call-parser", "--host", "--port", "--api-key", "--served-model-name",
-         "--decode-log-interval", "--device", "--dtype"]
+FLAGS = [
+    "--model-path",
+    "--speculative-algorithm",
+    "--speculative-draft-model-path",
+    "--speculative-num-draft-tokens",
+    "--speculative-ddtree-budget",
+    "--speculative-draft-window-size",
+    "--context-length",
+    "--reasoning-parser",
+    "--tool-call-parser",
+    "--host",
+    "--port",
+    "--api-key",
+    "--served-model-name",
+    "--decode-log-interval",
+    "--device",
+    "--dtype",
+]
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(serve_cmd(*args), cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        serve_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_help_lists_every_flag():
@@ -49,6 +63,7 @@ def test_help_lists_every_flag():
 
 def test_specengine_entry_point_help(capsys):
     from engine.cli import main
+
     assert main(["--help"]) == 0
     assert main([]) == 2
     assert main(["bogus"]) == 2
@@ -58,15 +73,25 @@ def test_specengine_entry_point_help(capsys):
     assert "usage: specengine train" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args", [
-    ["--speculative-algorithm", "MEDUSA"],
-    ["--speculative-num-draft-tokens", "8", "--speculative-draft-window-size", "4"],
-    ["--port", "99999"],
-    ["--decode-log-interval", "0"],
-    ["--context-length", "lots"],
-    ["--no-such-flag"],
-], ids=["unknown-algorithm", "window-below-block", "bad-port", "zero-interval",
-        "non-int-context", "unknown-flag"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--speculative-algorithm", "MEDUSA"],
+        ["--speculative-num-draft-tokens", "8", "--speculative-draft-window-size", "4"],
+        ["--port", "99999"],
+        ["--decode-log-interval", "0"],
+        ["--context-length", "lots"],
+        ["--no-such-flag"],
+    ],
+    ids=[
+        "unknown-algorithm",
+        "window-below-block",
+        "bad-port",
+        "zero-interval",
+        "non-int-context",
+        "unknown-flag",
+    ],
+)
 def test_bad_command_line_exits_with_one_sentence(args):
     r = run_cli(*args)
     assert r.returncode != 0
@@ -81,8 +106,15 @@ def test_bad_flags_against_weights(tiny_pair, tmp_path):
         (common + ["--speculative-draft-window-size", "2"], "window"),  # below the drafter block
         (common + ["--context-length", "1000000"], "context"),
         (["--model-path", str(tmp_path / "nowhere")], "does not exist"),
-        (["--model-path", str(target), "--speculative-draft-model-path",
-          str(tmp_path / "nodrafter")], "does not exist"),
+        (
+            [
+                "--model-path",
+                str(target),
+                "--speculative-draft-model-path",
+                str(tmp_path / "nodrafter"),
+            ],
+            "does not exist",
+        ),
     ]
     for args, word in cases:
         r = run_cli(*args, "--port", "1")
@@ -94,8 +126,14 @@ def test_bad_flags_against_weights(tiny_pair, tmp_path):
 
 def test_sigterm_mid_request_exits_zero(tiny_pair):
     target, drafter = tiny_pair
-    srv = ServerProcess(target, drafter, "--speculative-dflash-draft-window-size", "16",
-                        "--decode-log-interval", "2")
+    srv = ServerProcess(
+        target,
+        drafter,
+        "--speculative-dflash-draft-window-size",
+        "16",
+        "--decode-log-interval",
+        "2",
+    )
     try:
         srv.wait_ready()
         log = srv.log()
@@ -107,10 +145,19 @@ def test_sigterm_mid_request_exits_zero(tiny_pair):
 
         def long_stream():
             try:
-                with httpx.Client(base_url=srv.base, timeout=60) as c, c.stream(
-                        "POST", "/v1/completions",
-                        json={"prompt": "x = ", "max_tokens": 480, "ignore_eos": True,
-                              "stream": True}) as r:
+                with (
+                    httpx.Client(base_url=srv.base, timeout=60) as c,
+                    c.stream(
+                        "POST",
+                        "/v1/completions",
+                        json={
+                            "prompt": "x = ",
+                            "max_tokens": 480,
+                            "ignore_eos": True,
+                            "stream": True,
+                        },
+                    ) as r,
+                ):
                     lines = []
                     for line in r.iter_lines():
                         lines.append(line)
@@ -137,13 +184,22 @@ def test_sigterm_mid_request_exits_zero(tiny_pair):
 
 def test_plain_autoregressive_server(tiny_pair):
     target, _ = tiny_pair
-    srv = ServerProcess(target, None, "--speculative-algorithm", "NONE",
-                        "--decode-log-interval", "3", "--skip-server-warmup")
+    srv = ServerProcess(
+        target,
+        None,
+        "--speculative-algorithm",
+        "NONE",
+        "--decode-log-interval",
+        "3",
+        "--skip-server-warmup",
+    )
     try:
         srv.wait_ready()
         with srv.client() as c:
-            r = c.post("/generate", json={"text": "a", "sampling_params": {
-                "max_new_tokens": 10, "ignore_eos": True}})
+            r = c.post(
+                "/generate",
+                json={"text": "a", "sampling_params": {"max_new_tokens": 10, "ignore_eos": True}},
+            )
             assert r.status_code == 200, r.text
             meta = r.json()["meta_info"]
             assert meta["completion_tokens"] == 10 and meta["spec_verify_ct"] == 9

@@ -36,6 +36,7 @@ from tests.engine._server_harness import SGLANG_DECODE_RE
 
 def test_default_paths_match_loading():
     from engine.checkpoint import DEFAULT_DRAFTER_PATH, DEFAULT_TARGET_PATH
+
     args = parse_serve_args([])
     assert args.model_path == DEFAULT_TARGET_PATH
     assert args.speculative_draft_model_path == DEFAULT_DRAFTER_PATH
@@ -55,8 +56,9 @@ def test_deprecated_window_alias():
     args = parse_serve_args(["--speculative-dflash-draft-window-size", "32"])
     assert args.speculative_draft_window_size == 32
     assert any("deprecated" in w for w in args.warnings)
-    ns = build_parser().parse_args(["--speculative-dflash-draft-window-size", "32",
-                                    "--speculative-draft-window-size", "16"])
+    ns = build_parser().parse_args(
+        ["--speculative-dflash-draft-window-size", "32", "--speculative-draft-window-size", "16"]
+    )
     with pytest.raises(ServeArgsError, match="disagree"):
         check_static(ns)
 
@@ -84,30 +86,44 @@ def test_public_dict_masks_api_key():
 
 
 def test_render_chat():
-    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": [
-        {"type": "text", "text": "def "}, {"type": "text", "text": "f():"}]}]
+    msgs = [
+        {"role": "system", "content": "S"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "def "}, {"type": "text", "text": "f():"}],
+        },
+    ]
     assert render_chat(msgs) == "S\n\ndef f():"
     with pytest.raises(ValueError):
         render_chat([{"role": "user", "content": [{"type": "image_url"}]}])
 
 
-@pytest.mark.parametrize(("parser", "text", "reasoning", "content"), [
-    ("qwen3", "<think>abc</think>answer", "abc", "answer"),
-    ("qwen3", "no tags", None, "no tags"),
-    ("qwen3", "abc</think>answer", None, "abc</think>answer"),
-    ("deepseek-r1", "abc</think>answer", "abc", "answer"),
-    ("deepseek-r1", "<think>x</think>y", "x", "y"),
-    ("qwen3", "<think>unterminated", "unterminated", ""),
-])
+@pytest.mark.parametrize(
+    ("parser", "text", "reasoning", "content"),
+    [
+        ("qwen3", "<think>abc</think>answer", "abc", "answer"),
+        ("qwen3", "no tags", None, "no tags"),
+        ("qwen3", "abc</think>answer", None, "abc</think>answer"),
+        ("deepseek-r1", "abc</think>answer", "abc", "answer"),
+        ("deepseek-r1", "<think>x</think>y", "x", "y"),
+        ("qwen3", "<think>unterminated", "unterminated", ""),
+    ],
+)
 def test_split_reasoning(parser, text, reasoning, content):
     assert split_reasoning(text, parser) == (reasoning, content)
 
 
 @settings(max_examples=150, deadline=None)
-@given(parser=st.sampled_from(["qwen3", "deepseek-r1"]),
-       pieces=st.lists(st.sampled_from(["<think>", "</think>", "<th", "ink>", "</", "think>",
-                                        "a", "bc", "\n", "<", ">", "x y"]), max_size=12),
-       cuts=st.lists(st.integers(0, 80), max_size=6))
+@given(
+    parser=st.sampled_from(["qwen3", "deepseek-r1"]),
+    pieces=st.lists(
+        st.sampled_from(
+            ["<think>", "</think>", "<th", "ink>", "</", "think>", "a", "bc", "\n", "<", ">", "x y"]
+        ),
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(0, 80), max_size=6),
+)
 def test_streaming_reasoning_equals_batch(parser, pieces, cuts):
     text = "".join(pieces)
     bounds = sorted({c for c in cuts if c < len(text)} | {0, len(text)})
@@ -124,8 +140,10 @@ def test_streaming_reasoning_equals_batch(parser, pieces, cuts):
 
 
 def test_tool_calls():
-    text = ('Sure.<tool_call>{"name": "get", "arguments": {"city": "Paris"}}</tool_call>'
-            '<tool_call>not json</tool_call>')
+    text = (
+        'Sure.<tool_call>{"name": "get", "arguments": {"city": "Paris"}}</tool_call>'
+        "<tool_call>not json</tool_call>"
+    )
     content, calls = parse_tool_calls(text)
     assert [c.name for c in calls] == ["get"]
     assert json.loads(calls[0].arguments) == {"city": "Paris"}
@@ -152,8 +170,10 @@ def _stream(tracker: TextTracker, ids: list[int]) -> tuple[str, int]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab \n") + ["é", "€", "😀"]), max_size=30),
-       stop=st.sampled_from([None, "b", "ab", "\n\n", "€a", "😀"]))
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab \n") + ["é", "€", "😀"]), max_size=30),
+    stop=st.sampled_from([None, "b", "ab", "\n\n", "€a", "😀"]),
+)
 def test_tracker_streams_exactly_the_final_text(text, stop):
     ids = TOK.encode(text)
     tracker = TextTracker(TOK, [stop] if stop else None)
@@ -161,9 +181,9 @@ def test_tracker_streams_exactly_the_final_text(text, stop):
     assert streamed == tracker.text
     assert "\ufffd" not in streamed
     if stop and stop in text:
-        assert tracker.matched == stop and tracker.text == text[:text.index(stop)]
+        assert tracker.matched == stop and tracker.text == text[: text.index(stop)]
         # The token that completed the stop string is the last one kept.
-        assert stop in TOK.decode(ids[:kept]) and stop not in TOK.decode(ids[:kept - 1])
+        assert stop in TOK.decode(ids[:kept]) and stop not in TOK.decode(ids[: kept - 1])
     else:
         assert tracker.text == text and kept == len(ids)
 
@@ -183,8 +203,10 @@ def test_tracker_skips_eos():
 def test_decode_line_format_and_interval():
     m = ServerMetrics("m")
     stats = DecodeStats(m, interval=3, context_length=100, block_size=4, speculative=True)
-    lines = [stats.on_round(commit_len=c, emitted=c, seconds=0.01, num_tokens=10 + i, queue=2)
-             for i, c in enumerate([1, 2, 3, 4, 4, 4])]
+    lines = [
+        stats.on_round(commit_len=c, emitted=c, seconds=0.01, num_tokens=10 + i, queue=2)
+        for i, c in enumerate([1, 2, 3, 4, 4, 4])
+    ]
     assert lines[0] is None and lines[1] is None
     first, second = lines[2], lines[5]
     assert first.accept_len == pytest.approx(2.0) and second.accept_len == pytest.approx(4.0)
@@ -192,9 +214,11 @@ def test_decode_line_format_and_interval():
     assert first.gen_throughput == pytest.approx(6 / 0.03)
     text = first.format()
     assert re.search(SGLANG_DECODE_RE, text)
-    assert text == ("Decode batch, #running-req: 1, #token: 12, token usage: 0.12, "
-                    "accept len: 2.00, accept rate: 0.50, cpu graph: False, "
-                    "gen throughput (token/s): 200.00, #queue-req: 2, ")
+    assert text == (
+        "Decode batch, #running-req: 1, #token: 12, token usage: 0.12, "
+        "accept len: 2.00, accept rate: 0.50, cpu graph: False, "
+        "gen throughput (token/s): 200.00, #queue-req: 2, "
+    )
     fams = {f.name: f for f in text_string_to_metric_families(m.render().decode())}
     assert fams["sglang:spec_accept_length"].samples[0].value == pytest.approx(4.0)
     assert fams["specengine:spec_verify_steps"].samples[0].value == 6
@@ -203,8 +227,9 @@ def test_decode_line_format_and_interval():
 
 
 def test_decode_line_without_speculation():
-    stats = DecodeStats(ServerMetrics("m"), interval=1, context_length=10, block_size=None,
-                        speculative=False)
+    stats = DecodeStats(
+        ServerMetrics("m"), interval=1, context_length=10, block_size=None, speculative=False
+    )
     line = stats.on_round(commit_len=1, emitted=1, seconds=0.5, num_tokens=3, queue=0)
     text = line.format()
     assert "accept len" not in text and re.search(SGLANG_DECODE_RE, text)
@@ -215,6 +240,7 @@ def test_decode_line_without_speculation():
 
 def test_validation_error_names_field():
     from pydantic import ValidationError
+
     try:
         CompletionRequest.model_validate({"prompt": "x", "max_tokens": "3"})
     except ValidationError as e:
@@ -238,5 +264,5 @@ def test_access_log_leaves_out_successful_polls_only() -> None:
     access.info(fmt, "127.0.0.1:5", "GET", "/health", "1.1", 503)
     access.info(fmt, "127.0.0.1:5", "POST", "/generate", "1.1", 200)
     text = out.getvalue()
-    assert "/metrics" not in text and "/health HTTP/1.1\" 200" not in text
+    assert "/metrics" not in text and '/health HTTP/1.1" 200' not in text
     assert '"GET /health HTTP/1.1" 503' in text and "POST /generate" in text

@@ -41,8 +41,13 @@ def test_corpus_split_is_by_file_and_stable(tmp_path):
 
 
 def run_train(*args):
-    return subprocess.run([sys.executable, "-m", "engine.cli", "train", *args, "--threads", "1"],
-                          capture_output=True, text=True, timeout=600, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli", "train", *args, "--threads", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
 
 
 def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
@@ -52,14 +57,41 @@ def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
         (corpus / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n" * 30)
     work, target, drafter = tmp_path / "work", tmp_path / "target", tmp_path / "drafter"
     common = ["--corpus", str(corpus), "--work-dir", str(work), "--ckpt-every", "1"]
-    first = run_train("target", "--steps", "1", "--batch", "2", "--seq-len", "32", "--out", str(target), *common)
+    first = run_train(
+        "target", "--steps", "1", "--batch", "2", "--seq-len", "32", "--out", str(target), *common
+    )
     assert "loss=" in first.stdout and "tok_s=" in first.stdout, "progress shows loss and tokens/s"
-    resumed = run_train("target", "--steps", "2", "--batch", "2", "--seq-len", "32", "--out", str(target), *common)
+    resumed = run_train(
+        "target", "--steps", "2", "--batch", "2", "--seq-len", "32", "--out", str(target), *common
+    )
     assert "resumed from" in resumed.stdout and "at step 1" in resumed.stdout
-    run_train("drafter", "--target", str(target), "--out", str(drafter), "--steps", "2", "--batch", "2",
-              "--samples", "4", "--prompt-lens", "24,48", "--response-len", "40", "--anchors", "2", *common)
+    run_train(
+        "drafter",
+        "--target",
+        str(target),
+        "--out",
+        str(drafter),
+        "--steps",
+        "2",
+        "--batch",
+        "2",
+        "--samples",
+        "4",
+        "--prompt-lens",
+        "24,48",
+        "--response-len",
+        "40",
+        "--anchors",
+        "2",
+        *common,
+    )
     b = load_bundle(target, drafter)
     assert b.block_size == 16
     ids = b.tokenizer.encode("def f(x):\n")
     ref = Decoder(b.target, method="ar").generate(ids, max_new_tokens=20).tokens
-    assert Decoder(b.target, b.drafter, method="ddtree", budget=16).generate(ids, max_new_tokens=20).tokens == ref
+    assert (
+        Decoder(b.target, b.drafter, method="ddtree", budget=16)
+        .generate(ids, max_new_tokens=20)
+        .tokens
+        == ref
+    )

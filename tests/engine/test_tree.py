@@ -71,7 +71,9 @@ def test_tree_equals_brute_force_top_prefixes(budget):
     assert set(prefixes(tree)[1:]) == want
     # Node log-probabilities are the true prefix log-probabilities.
     for lpv, pre in zip(tree.log_probs[1:], prefixes(tree)[1:], strict=True):
-        assert math.isclose(lpv, sum(logp[i, t].item() for i, t in enumerate(pre)), rel_tol=1e-5, abs_tol=1e-5)
+        assert math.isclose(
+            lpv, sum(logp[i, t].item() for i, t in enumerate(pre)), rel_tol=1e-5, abs_tol=1e-5
+        )
 
 
 def test_budget_equal_to_depth_with_dominant_top1_is_the_greedy_chain():
@@ -107,7 +109,9 @@ def test_reused_mask_equals_a_fresh_one_every_round():
         got = masks(tree.visibility, past)
         n = len(tree)
         fresh = torch.zeros(n, past + n)
-        fresh[:, past:].masked_fill_(~torch.from_numpy(tree.visibility), torch.finfo(torch.float32).min)
+        fresh[:, past:].masked_fill_(
+            ~torch.from_numpy(tree.visibility), torch.finfo(torch.float32).min
+        )
         assert torch.equal(got[0, 0], fresh), (budget, past)
         past += 1 + budget * 37  # crosses the buffer's initial 256 columns, so it grows
 
@@ -120,9 +124,9 @@ def test_follow_verified_walks_matching_children():
     tree = build_tree(0, logits, budget=8)
     node_of = {p: i for i, p in enumerate(prefixes(tree))}
     argmax = [0] * len(tree)
-    argmax[0] = 4                       # target prefers the second-ranked sibling
+    argmax[0] = 4  # target prefers the second-ranked sibling
     argmax[node_of[(4,)]] = 1
-    argmax[node_of[(4, 1)]] = 2         # not drafted under (4, 1) -> becomes the bonus
+    argmax[node_of[(4, 1)]] = 2  # not drafted under (4, 1) -> becomes the bonus
     path, bonus = follow_verified(tree, argmax)
     assert [tree.tokens[i] for i in path[1:]] == [4, 1]
     assert bonus == 2
