@@ -1,4 +1,5 @@
-"""The context-curve benchmark: same text, same cut point, only the visible past changes."""
+"""The context-curve benchmark (same text, same cut point, only the visible past changes)
+and the AR comparison against transformers' generate()."""
 
 from __future__ import annotations
 
@@ -102,3 +103,36 @@ def test_cli_refuses_a_context_beyond_the_model_and_reports_json(tiny_pair, corp
     assert set(report["curves"]) == {"code", "prose"}
     assert [p["context"] for p in report["curves"]["code"]["points"]] == [32, 64]
     assert len(report["rows"]) == 2 * 2 * 2
+
+
+def test_ar_against_transformers_generate_reports_a_paired_ratio(tiny_pair):
+    pytest.importorskip("transformers")
+    target, _ = tiny_pair
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.bench.vs_transformers",
+            "--model-path",
+            str(target),
+            "--limit",
+            "2",
+            "--repeat",
+            "2",
+            "--max-new-tokens",
+            "6",
+            "--threads",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    assert report["identical_tokens"] is True  # the run exits non-zero when tokens differ
+    assert len(report["prompts"]) == 2
+    for row in report["prompts"]:
+        assert row["ours_tok_s"] > 0 and row["transformers_tok_s"] > 0
+    q1, q3 = report["iqr"]
+    assert q1 <= report["ours_over_transformers"] <= q3
