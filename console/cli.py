@@ -236,7 +236,8 @@ async def cmd_hosts(args: argparse.Namespace) -> int:
                 else ""
             )
             print(
-                f"{name}{builtin}: {p.engine} on {where}, {p.supervisor.kind} supervisor, port {p.port}"
+                f"{name}{builtin}: {p.engine} on {where}, "
+                f"{p.supervisor.kind} supervisor, port {p.port}"
             )
         return 0
     if action == "show":

@@ -167,7 +167,8 @@ def load_profile(name: str) -> HostProfile:
             return builtin_local_profile()
         known = ", ".join(list_profile_names())
         raise ConfigError(
-            f"No host profile named {name!r} (known: {known}); add one with `specconsole hosts add`."
+            f"No host profile named {name!r} (known: {known}); "
+            "add one with `specconsole hosts add`."
         )
     try:
         data = tomllib.loads(path.read_text())
@@ -197,7 +198,8 @@ def save_profile(profile: HostProfile, *, overwrite: bool = False) -> Path:
     path = _profile_path(profile.name)
     if path.exists() and not overwrite:
         raise ConfigError(
-            f"Host profile {profile.name!r} already exists at {path}; remove it first or edit the file."
+            f"Host profile {profile.name!r} already exists at {path}; "
+            "remove it first or edit the file."
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".toml.tmp")

@@ -3,8 +3,8 @@
 Every loop is lossless: the target's argmax decides every committed token, so all three
 methods emit the same tokens; the drafter only changes how many are committed per target
 forward. Each verify round reports its commit length (accepted drafts + the bonus token,
-called tau in the DFlash and DDTree papers), the context length it ran at, and where its time went; decode
-throughput is then exactly sum(commit) / sum(step time).
+called tau in the DFlash and DDTree papers), the context length it ran at, and where its
+time went; decode throughput is then exactly sum(commit) / sum(step time).
 """
 
 from __future__ import annotations

@@ -114,7 +114,8 @@ def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 class RotaryEmbedding(nn.Module):
     """RoPE tables. The inverse frequencies stay float32 on purpose: casting the model to
-    bf16 must not round them, or positions drift from transformers' Qwen3 (tests/engine/test_parity.py).
+    bf16 must not round them, or positions drift from transformers' Qwen3
+    (tests/engine/test_parity.py).
 
     cos/sin are tabulated once per device and dtype for every position up to the largest
     seen so far (grown by doubling), so a decode step indexes two tables instead of running

@@ -54,11 +54,12 @@ def format_sample(sample: LiveSample) -> str:
         return "-" if value is None else format(value, fmt)
 
     clock = time.strftime("%H:%M:%S", time.localtime(sample.t))
+    step_ms = None if sample.step_time_s is None else sample.step_time_s * 1000
     line = (
         f"{clock}.{int(sample.t * 10) % 10}  {sample.source:<8}"
         f" {num(sample.tok_s, '8.1f'):>8} tok/s"
         f"  commit {num(sample.commit_len, '5.2f'):>5}"
-        f"  step {num(None if sample.step_time_s is None else sample.step_time_s * 1000, '7.2f'):>7} ms"
+        f"  step {num(step_ms, '7.2f'):>7} ms"
         f"  ctx {num(sample.context_tokens, 'd'):>6}"
         f"  queue {num(sample.queue, 'd'):>2}"
     )

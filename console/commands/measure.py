@@ -395,7 +395,9 @@ async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
         out: dict[str, Any] = {
             "requests": len(result.samples),
             "fidelity_ratio": fidelity.as_dict() if fidelity else None,
-            "what": "console decode tok/s / engine per-round tok/s ((N-1) / sum of round step times)",
+            "what": (
+                "console decode tok/s / engine per-round tok/s ((N-1) / sum of round step times)"
+            ),
         }
         if args.watch_overhead:
             out["watch_overhead"] = await _watch_overhead(session, args)

@@ -340,7 +340,8 @@ def explain(
                    f"step {_ms(b_step)} -> {_ms(m_step)}, commit {b_commit:.2f} -> {m_commit:.2f}"),
             Factor("text", text_factor, f"{b_text} -> {text_type} at context {context:.0f}: "
                    f"commit {m_commit:.2f} -> {commit:.2f}, step {_ms(m_step)} -> {_ms(step)}"),
-            Factor("residual", residual, f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
+            Factor("residual", residual,
+                   f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
         ]  # fmt: skip
         lines += [
             f"context: {factors[0].detail}: tok/s x{ctx_factor:.2f}",

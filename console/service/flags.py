@@ -70,7 +70,8 @@ def coerce(spec: FlagSpec, raw: str) -> FlagValue:
         ]
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise FlagError(
-            f"{raw!r} is not a valid value for {opt}; choose one of {', '.join(spec.choices)}{hint}."
+            f"{raw!r} is not a valid value for {opt}; "
+            f"choose one of {', '.join(spec.choices)}{hint}."
         )
     value: FlagValue = raw
     if spec.type == "int":

@@ -125,7 +125,8 @@ class SystemdSupervisor:
         result = await self.transport.run(self._systemctl("start", self.unit), timeout=120)
         if not result.ok:
             raise ServiceError(
-                f"systemctl start {self.unit} failed on {self.transport.name}: {result.last_line()}."
+                f"systemctl start {self.unit} failed on {self.transport.name}: "
+                f"{result.last_line()}."
             )
 
     async def stop(self, timeout: float = 20.0) -> None:

@@ -92,7 +92,8 @@ class TuiBenchResult:
         width, height = self.chart_size
         return "\n".join(
             [
-                f"specconsole bench tui ({cols}x{rows} terminal; CPU shared with whatever else runs)",
+                f"specconsole bench tui ({cols}x{rows} terminal; "
+                "CPU shared with whatever else runs)",
                 f"  first frame   {self.first_frame_s * 1000:7.0f} ms   target <= "
                 f"{TARGET_FIRST_FRAME_S * 1000:.0f} ms   {mark('first_frame_s')}"
                 "   (spawn `connect` in a pty -> first full paint)",
@@ -102,7 +103,8 @@ class TuiBenchResult:
                 f"{self.points} points, {width}x{height} cells)",
                 f"  idle CPU      {self.idle_cpu_pct:7.2f} %    target <= "
                 f"{TARGET_IDLE_CPU_PCT:.0f} %       {mark('idle_cpu_pct')}"
-                f"   (of one core, {self.idle_seconds:.0f} s, dashboard with live charts, headless)",
+                f"   (of one core, {self.idle_seconds:.0f} s, "
+                "dashboard with live charts, headless)",
                 f"  idle CPU      {self.idle_cpu_pct_still:7.2f} %    (for comparison: the same, "
                 "charts holding still)",
             ]

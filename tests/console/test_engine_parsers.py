@@ -128,7 +128,11 @@ def test_sglang_types_and_defaults_are_the_parsers() -> None:
     assert schema.flags["enable-tf32-matmul"].switch == "negatable"
     assert schema.flags["enable-tf32-matmul"].default is None
     assert schema.flags["trust-remote-code"].default == "False"
-    for bad, flag in (("abc", "mem-fraction-static"), ("eight", "tp-size"), ("1.5", "speculative-eagle-topk")):  # fmt: skip
+    for bad, flag in (
+        ("abc", "mem-fraction-static"),
+        ("eight", "tp-size"),
+        ("1.5", "speculative-eagle-topk"),
+    ):
         with pytest.raises(FlagError, match="expects"):
             coerce(schema.flags[flag], bad)
     assert coerce(schema.flags["tp-size"], "8") == 8

@@ -148,7 +148,9 @@ async def test_flag_values_reach_the_engine_verbatim(
     files = ServiceFiles(str(tmp_path / "svc"))
     dump = str(tmp_path / "argv.json")
     Path(dump).unlink(missing_ok=True)
-    argv = [sys.executable, "-c", ARGV_DUMP + "; import os; json.dump(os.environ.get('X_VAL'), open(sys.argv[1] + '.env', 'w'))",
+    argv = [sys.executable, "-c",
+            ARGV_DUMP + "; import os; json.dump(os.environ.get('X_VAL'), "
+            "open(sys.argv[1] + '.env', 'w'))",
             dump, "--reasoning-parser", value, f"--x={value}"]  # fmt: skip
     config = LaunchConfig("builtin", {}, argv, env={"X_VAL": env_value}, workdir=str(tmp_path))
     supervisor = ProcessSupervisor(LocalTransport(), files)

@@ -254,8 +254,10 @@ def vllm_exposition(
             "# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.",
             "# TYPE vllm:inter_token_latency_seconds histogram",
             f'vllm:inter_token_latency_seconds_bucket{{{VLLM_LABELS},le="0.01"}} 0.0',
-            f'vllm:inter_token_latency_seconds_bucket{{{VLLM_LABELS},le="0.025"}} {float(itl_count)}',
-            f'vllm:inter_token_latency_seconds_bucket{{{VLLM_LABELS},le="+Inf"}} {float(itl_count)}',
+            f'vllm:inter_token_latency_seconds_bucket{{{VLLM_LABELS},le="0.025"}} '
+            f"{float(itl_count)}",
+            f'vllm:inter_token_latency_seconds_bucket{{{VLLM_LABELS},le="+Inf"}} '
+            f"{float(itl_count)}",
             f"vllm:inter_token_latency_seconds_count{{{VLLM_LABELS}}} {float(itl_count)}",
             f"vllm:inter_token_latency_seconds_sum{{{VLLM_LABELS}}} {itl_sum}",
         ]

@@ -153,7 +153,10 @@ def test_vllm_nan_rate_when_nothing_was_drafted() -> None:
 
 def test_vllm_very_old_spec_line() -> None:
     # vLLM logs with %-style arguments; this is that format string, filled in.
-    fmt = "SpecDecoding metrics: Draft acceptance rate: %.1f%%, Accepted: %d tokens, Drafted: %d tokens"
+    fmt = (
+        "SpecDecoding metrics: Draft acceptance rate: %.1f%%, "
+        "Accepted: %d tokens, Drafted: %d tokens"
+    )
     line = fmt % (61.25, 490, 800)
     m = parse_vllm_spec(line)
     assert m is not None
@@ -163,9 +166,8 @@ def test_vllm_very_old_spec_line() -> None:
 
 
 def test_loading_progress_and_tqdm_carriage_returns() -> None:
-    assert parse_loading("Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.1s/it]") == (
-        LoadingProgress(50, 1, 2)
-    )  # fmt: skip
+    half = "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.1s/it]"
+    assert parse_loading(half) == LoadingProgress(50, 1, 2)
     frames = (
         "\rLoading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]"
         "\rLoading safetensors checkpoint shards:  25% Completed | 1/4 [00:02<00:06,  2.0s/it]"
@@ -278,7 +280,10 @@ def test_sglang_0_5_23_prefill_line_from_its_f_strings() -> None:
     )  # fmt: skip
     assert isinstance(get_backend("sglang").parse_log(line), PrefillStats)
     # The older scheduler's prefill line: a period, no graph, no throughput.
-    old = "Prefill batch. #new-seq: 1, #new-token: 20, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, "  # fmt: skip
+    old = (
+        "Prefill batch. #new-seq: 1, #new-token: 20, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0, "
+    )
     assert parse_sglang_prefill(old) == PrefillStats(1, 20, 0, 0.0, 0, 0, None, None, None)
     assert (
         parse_sglang_decode(line) is None and parse_sglang_prefill(_sglang_line("decode")) is None

@@ -34,7 +34,8 @@ pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 def _random_text(path: Path) -> Path:
     # Text no drafter can predict: its commit length sits near 1 on any pair.
     rng = random.Random(7)
-    words = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(3, 9))) for _ in range(3000)]  # fmt: skip
+    alphabet = string.ascii_letters + string.digits
+    words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(3, 9))) for _ in range(3000)]
     path.write_text(" ".join(words))
     return path
 

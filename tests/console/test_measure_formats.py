@@ -40,7 +40,8 @@ class FakeEngine:
         self.drafts = Counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.",
                               labels, registry=self.registry)  # fmt: skip
         self.accepted = Counter("vllm:spec_decode_num_accepted_tokens",
-                                "Number of accepted tokens.", labels, registry=self.registry)  # fmt: skip
+                                "Number of accepted tokens.", labels,
+                                registry=self.registry)  # fmt: skip
         self.generated = Counter("vllm:generation_tokens", "Number of generation tokens processed.",
                                  labels, registry=self.registry)  # fmt: skip
         for metric in (self.decode, self.drafts, self.accepted, self.generated):

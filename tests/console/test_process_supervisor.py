@@ -20,12 +20,16 @@ from console.transport import LocalTransport, SSHOptions, SSHTransport, Transpor
 pytestmark = pytest.mark.timeout(120)
 
 SLEEPER = "import time; print('hello', flush=True); time.sleep(600)"
-STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('up', flush=True); time.sleep(600)"
+)
 CRASHER = "import sys; print('bad flag: --x', file=sys.stderr); sys.exit(3)"
 FAKE_ENGINE = """
 import sys, time
 for i, pct in enumerate((0, 50, 100)):
-    print(f"Loading safetensors checkpoint shards: {pct:3d}% Completed | {i}/2 [00:00<00:00]", flush=True)
+    print(f"Loading safetensors checkpoint shards: {pct:3d}% Completed | {i}/2 [00:00<00:00]",
+          flush=True)
     time.sleep(0.2)
 print("[2026-01-01 00:00:00] The server is fired up and ready to roll!", flush=True)
 time.sleep(600)
@@ -80,7 +84,12 @@ async def test_service_outlives_the_console_connection(
     await supervisor.start(_py(SLEEPER))
     pid = (await supervisor.state()).pid
     await transport.close()  # the console goes away (for SSH: the session ends)
-    again = ProcessSupervisor(type(transport)(transport.options) if isinstance(transport, SSHTransport) else LocalTransport(), supervisor.files)  # fmt: skip
+    reconnected = (
+        type(transport)(transport.options)
+        if isinstance(transport, SSHTransport)
+        else LocalTransport()
+    )
+    again = ProcessSupervisor(reconnected, supervisor.files)
     state = await again.state()
     assert (state.state, state.pid) == ("running", pid)
     await again.stop(timeout=5)

@@ -26,7 +26,8 @@ ANALYZE = shutil.which("systemd-analyze")
 needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze not installed")
 
 NASTY = ["a b", 'say "hi"', "$HOME", "${PATH}", "%h %n 100%", "back\\slash", "it's", "tab\there",
-         "new\nline", "{\"method\": \"dflash\", \"num_speculative_tokens\": 15}", ";rm -rf /", ""]  # fmt: skip
+         "new\nline", "{\"method\": \"dflash\", \"num_speculative_tokens\": 15}", ";rm -rf /",
+         ""]  # fmt: skip
 
 
 def _config(argv: list[str] | None = None, **kw) -> LaunchConfig:
@@ -139,11 +140,26 @@ def test_quote_word_examples() -> None:
 
 
 SHOW = {
-    "running": "ActiveState=active\nSubState=running\nMainPID=4242\nExecMainStatus=0\nExecMainCode=0\nResult=success\n",
-    "starting": "ActiveState=activating\nSubState=start\nMainPID=4242\nExecMainStatus=0\nExecMainCode=0\nResult=success\n",
-    "failed": "ActiveState=failed\nSubState=failed\nMainPID=0\nExecMainStatus=2\nExecMainCode=1\nResult=exit-code\n",
-    "killed": "ActiveState=failed\nSubState=failed\nMainPID=0\nExecMainStatus=9\nExecMainCode=2\nResult=signal\n",
-    "stopped": "ActiveState=inactive\nSubState=dead\nMainPID=0\nExecMainStatus=0\nExecMainCode=0\nResult=success\n",
+    "running": (
+        "ActiveState=active\nSubState=running\nMainPID=4242\n"
+        "ExecMainStatus=0\nExecMainCode=0\nResult=success\n"
+    ),
+    "starting": (
+        "ActiveState=activating\nSubState=start\nMainPID=4242\n"
+        "ExecMainStatus=0\nExecMainCode=0\nResult=success\n"
+    ),
+    "failed": (
+        "ActiveState=failed\nSubState=failed\nMainPID=0\n"
+        "ExecMainStatus=2\nExecMainCode=1\nResult=exit-code\n"
+    ),
+    "killed": (
+        "ActiveState=failed\nSubState=failed\nMainPID=0\n"
+        "ExecMainStatus=9\nExecMainCode=2\nResult=signal\n"
+    ),
+    "stopped": (
+        "ActiveState=inactive\nSubState=dead\nMainPID=0\n"
+        "ExecMainStatus=0\nExecMainCode=0\nResult=success\n"
+    ),
 }
 
 
@@ -203,8 +219,8 @@ class RecordingTransport:
 
 async def test_supervisor_installs_reloads_starts_and_reads_state() -> None:
     t = RecordingTransport()
-    sup = SystemdSupervisor(t, ServiceFiles("/home/ops/.local/state/specconsole/gpu1"),
-                            SupervisorProfile(kind="systemd"), "sglang.service", "gpu1")  # fmt: skip
+    files = ServiceFiles("/home/ops/.local/state/specconsole/gpu1")
+    sup = SystemdSupervisor(t, files, SupervisorProfile(kind="systemd"), "sglang.service", "gpu1")
     await sup.start(_config())
     assert "/etc/systemd/system/sglang.service" in t.files
     assert t.commands == [
@@ -222,8 +238,8 @@ async def test_supervisor_installs_reloads_starts_and_reads_state() -> None:
 async def test_user_scope_dropin_and_sudo_commands() -> None:
     t = RecordingTransport(SHOW["failed"])
     files = ServiceFiles("/home/ops/.local/state/specconsole/gpu1")
-    user = SystemdSupervisor(t, files, SupervisorProfile(kind="systemd", scope="user", mode="dropin"),
-                             "sglang.service", "gpu1")  # fmt: skip
+    dropin = SupervisorProfile(kind="systemd", scope="user", mode="dropin")
+    user = SystemdSupervisor(t, files, dropin, "sglang.service", "gpu1")
     await user.install(_config())
     assert "/home/ops/.config/systemd/user/sglang.service.d/specconsole.conf" in t.files
     assert "systemctl --user daemon-reload" in t.commands
@@ -238,7 +254,7 @@ async def test_user_scope_dropin_and_sudo_commands() -> None:
     assert list(t.files) == ["/home/ops/.local/state/specconsole/gpu1/sglang.service"]
     assert t.commands[0].startswith("sudo -n sh -c ")
     assert (
-        "mv -f /etc/systemd/system/sglang.service.specconsole.tmp /etc/systemd/system/sglang.service"
-        in t.commands[0]
+        "mv -f /etc/systemd/system/sglang.service.specconsole.tmp "
+        "/etc/systemd/system/sglang.service" in t.commands[0]
     )
     assert t.commands[1] == "sudo -n systemctl daemon-reload"

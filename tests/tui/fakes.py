@@ -60,7 +60,8 @@ INFO = {
 
 def status(state: str = "ready", **kw: object) -> ServiceStatus:
     base = {"host": "gpu1", "engine": "builtin", "state": state, "supervisor": "process",
-            "pid": 4242 if state != "stopped" else None, "port": 30000, "config": CONFIG}  # fmt: skip
+            "pid": 4242 if state != "stopped" else None, "port": 30000,
+            "config": CONFIG}  # fmt: skip
     base.update(kw)
     return ServiceStatus(**base)  # type: ignore[arg-type]
 
@@ -121,8 +122,8 @@ def live_samples() -> list[LiveSample]:
     for i in range(60):
         commit = 3.2 + 0.4 * ((i % 7) / 7)
         step = 0.020 + 0.0002 * i
-        out.append(LiveSample(t=T0 + 2 * i, source="log", tok_s=commit / step,
-                              commit_len=commit, step_time_s=step, context_tokens=100 + 20 * i))  # fmt: skip
+        out.append(LiveSample(t=T0 + 2 * i, source="log", tok_s=commit / step, commit_len=commit,
+                              step_time_s=step, context_tokens=100 + 20 * i))  # fmt: skip
     return out
 
 

@@ -94,7 +94,8 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             _set(app, "#lab-max", "many")
             await pilot.press("ctrl+r")
             await _until(pilot, "refusal", lambda: any(
-                "Max tokens must be a whole number" in n.message for n in app._notifications))  # fmt: skip
+                "Max tokens must be a whole number" in n.message
+                for n in app._notifications))  # fmt: skip
 
             # Sweep: contexts 32,64,96 x code, 16 tokens out; charts, points, model.
             await pilot.press("w")

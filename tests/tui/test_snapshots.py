@@ -98,8 +98,10 @@ def test_flags_form(snap_compare) -> None:
 
 
 def test_logs_filtered(snap_compare) -> None:
-    lines = [f"[2026-01-01 12:00:{i:02d}] Decode batch, #running-req: 1, gen throughput (token/s): {100 + i}.0"
-             if i % 3 else f"[2026-01-01 12:00:{i:02d}] INFO GET /health 200" for i in range(30)]  # fmt: skip
+    lines = [f"[2026-01-01 12:00:{i:02d}] Decode batch, #running-req: 1, "
+             f"gen throughput (token/s): {100 + i}.0"
+             if i % 3 else f"[2026-01-01 12:00:{i:02d}] INFO GET /health 200"
+             for i in range(30)]  # fmt: skip
     service = fakes.FakeService(log=lines)
 
     async def run_before(pilot: Pilot) -> None:

@@ -73,15 +73,21 @@ def compare_text(result: dict[str, Any]) -> Text:
         text.append(", ".join(moved) + "\n")
     else:
         text.append("same flags\n")
-    header = f"{'text':<8}{'ctx':>6} | {'tok/s A':>8}{'B':>8}{'chg':>8} | {'commit A':>9}{'B':>6}{'chg':>8} | {'step ms A':>10}{'B':>7}{'chg':>8}\n"
+    header = (
+        f"{'text':<8}{'ctx':>6} | {'tok/s A':>8}{'B':>8}{'chg':>8} | "
+        f"{'commit A':>9}{'B':>6}{'chg':>8} | {'step ms A':>10}{'B':>7}{'chg':>8}\n"
+    )
     text.append(header, style="bold")
     for p in result["points"]:
         pa, pb, ch = p["a"], p["b"], p["change"]
         text.append(
             f"{p['text_type']:<8}{p['context_tokens']:>6} | "
-            f"{_n(pa['decode_tok_s'], '.1f'):>8}{_n(pb['decode_tok_s'], '.1f'):>8}{_pct(ch['decode_tok_s']):>8} | "
-            f"{_n(pa['commit_len'], '.2f'):>9}{_n(pb['commit_len'], '.2f'):>6}{_pct(ch['commit_len']):>8} | "
-            f"{_n(pa['step_time_s'], '.2f', 1000):>10}{_n(pb['step_time_s'], '.2f', 1000):>7}{_pct(ch['step_time_s']):>8}\n"
+            f"{_n(pa['decode_tok_s'], '.1f'):>8}{_n(pb['decode_tok_s'], '.1f'):>8}"
+            f"{_pct(ch['decode_tok_s']):>8} | "
+            f"{_n(pa['commit_len'], '.2f'):>9}{_n(pb['commit_len'], '.2f'):>6}"
+            f"{_pct(ch['commit_len']):>8} | "
+            f"{_n(pa['step_time_s'], '.2f', 1000):>10}{_n(pb['step_time_s'], '.2f', 1000):>7}"
+            f"{_pct(ch['step_time_s']):>8}\n"
         )
     if not result["points"]:
         text.append("(no point was measured by both runs)\n")
@@ -100,12 +106,15 @@ def run_text(run: StoredRun) -> Text:
     text.append(f"params: {run.info.params}\n", style="dim")
     points = summarize(run.requests)
     if points:
-        text.append(f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
-                    style="bold")  # fmt: skip
+        text.append(
+            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
+            style="bold",
+        )
         for p in points:
             text.append(
-                f"{p.text_type:<10}{p.context:>6}{p.max_tokens:>6}{p.n:>3}  {fmt_spread(p.tok_s):<20}"
-                f"{fmt_spread(p.commit, '.2f'):<18}{fmt_spread(p.step_s, '.2f', 1000)}\n"
+                f"{p.text_type:<10}{p.context:>6}{p.max_tokens:>6}{p.n:>3}  "
+                f"{fmt_spread(p.tok_s):<20}{fmt_spread(p.commit, '.2f'):<18}"
+                f"{fmt_spread(p.step_s, '.2f', 1000)}\n"
             )
     elif run.live:
         text.append(f"{len(run.live)} live samples\n")
