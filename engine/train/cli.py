@@ -35,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch", type=int, default=16, help="sequences per step")
     t.add_argument("--seq-len", type=int, default=512, help="tokens per sequence")
     t.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine, 4%% warmup)")
+    t.add_argument(
+        "--init-from",
+        default=None,
+        help="start from this trained target directory instead of random weights",
+    )
     t.set_defaults(func=train_target)
     d = sub.add_parser(
         "drafter",

@@ -65,7 +65,14 @@ def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
         "target", "--steps", "2", "--batch", "2", "--seq-len", "32", "--out", str(target), *common
     )
     assert "resumed from" in resumed.stdout and "at step 1" in resumed.stdout
-    run_train(
+    continued = run_train(
+        "target", "--steps", "1", "--batch", "2", "--seq-len", "48", "--init-from", str(target),
+        "--out", str(tmp_path / "longer"), "--corpus", str(corpus), "--work-dir",
+        str(tmp_path / "work2"),
+    )  # fmt: skip
+    assert f"initialised from {target}" in continued.stdout
+    assert "held-out loss by position: 0-48:" in continued.stdout
+    drafted = run_train(
         "drafter",
         "--target",
         str(target),
@@ -85,6 +92,8 @@ def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
         "2",
         *common,
     )
+    # One bucket per prompt length, each prompt followed by the target's 40-token response.
+    assert "drafter data: 2 x 64, 2 x 88 tokens" in drafted.stdout
     b = load_bundle(target, drafter)
     assert b.block_size == 16
     ids = b.tokenizer.encode("def f(x):\n")
