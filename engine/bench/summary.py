@@ -86,6 +86,7 @@ def summarize(prompts: list[PromptRuns]) -> dict:
         "draft_ms": _median_over_prompts(prompts, lambda g: _mean_phase(g, "draft_ms")),
         "tree_ms": _median_over_prompts(prompts, lambda g: _mean_phase(g, "tree_ms")),
         "verify_ms": _median_over_prompts(prompts, lambda g: _mean_phase(g, "verify_ms")),
+        "commit_ms": _median_over_prompts(prompts, lambda g: _mean_phase(g, "commit_ms")),
         "decode_tokens": sum(g.decode_tokens for g in first),  # per pass over the prompts
         "prompts": len(prompts),
         "repeated_8gram_frac": round(

@@ -31,6 +31,15 @@ def print_table(report: dict, max_new_tokens: int) -> None:
                 line += f" {s['device_peak_mib'] or 0:>8.1f}"
             print(line + f" {s['repeated_8gram_frac']:>6.2f} {r['lossless_vs_ar']}")
     print(
+        "where a round goes (ms, medians over prompts): draft / tree, mask and positions / "
+        "verify forward / commit (KV compaction, next draft context)"
+    )
+    for m, r in report.items():
+        print(
+            f"  {m:<8} {r['draft_ms']:.3f} / {r['tree_ms']:.3f} / {r['verify_ms']:.3f} / "
+            f"{r['commit_ms']:.3f} (whole step {r['step_ms']:.3f})"
+        )
+    print(
         "tok/s and step ms: medians over prompts (each prompt: median of its repeats); "
         "vs AR: median over prompts of the paired ratio (each run against the AR run of the "
         "same prompt next to it), IQR its interquartile range, out the prompts outside "

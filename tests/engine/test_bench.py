@@ -67,6 +67,12 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
         assert set(r["by_type"]) == {"code", "prose"}
         assert r["decode_tokens"] == 2 * 11  # prefill's token excluded
         assert r["decode_tok_s"] > 0 and r["step_ms"] > 0 and r["commit_mean"] >= 1.0
+        phases = [r[k] for k in ("draft_ms", "tree_ms", "verify_ms", "commit_ms")]
+        assert all(p >= 0 for p in phases) and r["verify_ms"] > 0
+        # Medians of phases need not sum to the median step, but never exceed it by much.
+        assert sum(phases) <= 1.5 * r["step_ms"]
+    assert report["ar"]["draft_ms"] == report["ar"]["commit_ms"] == 0.0  # AR only verifies
+    assert report["ddtree"]["draft_ms"] > 0 and report["ddtree"]["tree_ms"] > 0
     assert report["ar"]["speedup_vs_ar"] == 1.0
     assert report["ar"]["commit_mean"] == 1.0
     assert report["ddtree"]["budget"] == 8
