@@ -16,7 +16,9 @@ Around it:
   cli.py          `specengine serve|train`
   serve/          the HTTP server (`specengine serve`)
   train/          training the bundled pair (`specengine train`)
-  bench/          benchmarks (`python -m engine.bench`, `python -m engine.bench.server`)
+  bench/          benchmarks: `python -m engine.bench` (AR vs DFlash vs DDTree), and its
+                  `.context` (commit and step time vs context), `.vs_transformers` (our AR
+                  vs transformers' generate()) and `.server` (HTTP overhead) modules
   weights/        the bundled target and drafter
   prompts/        the benchmark prompt set (written by `python -m engine.train.corpus`)
 """
