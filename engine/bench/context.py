@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from engine.bench.summary import repeated_ngram_fraction
 from engine.checkpoint import load_bundle
 from engine.decode import METHODS, Decoder
 from engine.train.corpus import read_text, split_files, stdlib_root
@@ -116,6 +117,7 @@ def run(
                     "commit": g.commit_mean,
                     "step_ms": statistics.median(r.step_ms for r in g.rounds),
                     "decode_tok_s": g.decode_tok_per_s,
+                    "repeated_8gram_frac": repeated_ngram_fraction(g.tokens),
                 }
             )
     return {"rows": rows, "curves": curves(rows, contexts)}
@@ -135,6 +137,7 @@ def curves(rows: list[dict], contexts: list[int]) -> dict:
                     "commit": statistics.median(r["commit"] for r in mine),
                     "step_ms": statistics.median(r["step_ms"] for r in mine),
                     "decode_tok_s": statistics.median(r["decode_tok_s"] for r in mine),
+                    "repeated_8gram_frac": statistics.fmean(r["repeated_8gram_frac"] for r in mine),
                 }
             )
         ratio = points[-1]["commit"] / points[0]["commit"]
@@ -150,11 +153,11 @@ def print_curves(report: dict, out=sys.stdout) -> None:
     for kind, curve in report["curves"].items():
         n = curve["points"][0]["texts"]
         print(f"{kind} ({n} texts, medians)", file=out)
-        print(f"  {'context':>8} {'commit':>7} {'step ms':>8} {'tok/s':>7}", file=out)
+        print(f"  {'context':>8} {'commit':>7} {'step ms':>8} {'tok/s':>7} {'8g-rep':>6}", file=out)
         for pt in curve["points"]:
             print(
                 f"  {pt['context']:>8} {pt['commit']:>7.2f} {pt['step_ms']:>8.2f}"
-                f" {pt['decode_tok_s']:>7.0f}",
+                f" {pt['decode_tok_s']:>7.0f} {pt['repeated_8gram_frac']:>6.2f}",
                 file=out,
             )
         verdict = "stable" if curve["commit_stable"] else "NOT stable"
