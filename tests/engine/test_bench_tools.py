@@ -64,7 +64,14 @@ def test_every_context_continues_the_same_place(tiny_pair):
 
 def test_curves_take_medians_and_judge_stability():
     rows = [
-        {"type": "code", "context": c, "commit": k, "step_ms": s, "decode_tok_s": k / s}
+        {
+            "type": "code",
+            "context": c,
+            "commit": k,
+            "step_ms": s,
+            "decode_tok_s": k / s,
+            "repeated_8gram_frac": 0.5,
+        }
         for c, ks, s in [(64, [6.0, 5.0, 9.0], 2.0), (1900, [5.5, 4.0, 5.2], 3.0)]
         for k in ks
     ]
