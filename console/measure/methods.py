@@ -22,9 +22,11 @@ from console.measure.session import MeasureError, MeasureSession, RunRecord
 from console.measure.stats import PointSummary, Spread, spread, summarize
 
 # A streamed client-side decode rate this far from the engine's non-streamed one is
-# distorted. Loopback on a busy 2-core host reads within ~10%; the SSH-tunnel trap this
-# exists for reads 3-5x low, so 20% separates them with room on both sides.
-STREAM_TOLERANCE = 0.20
+# distorted. Loopback on a 2-core host reads 10-21% low with the bundled pair (its
+# 3.5 ms rounds are short next to the client parsing events on the same two cores); the
+# SSH-tunnel trap this exists for reads 3-5x low (-67% to -80%), so 30% separates them
+# with room on both sides.
+STREAM_TOLERANCE = 0.30
 
 Tick = Callable[[int, int], None]  # (done, total) after each request
 
