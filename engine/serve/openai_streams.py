@@ -76,20 +76,25 @@ async def completion_events(
                 usage(result) if continuous else None,
             )
             if include_usage:
-                yield sse(
-                    {
-                        "id": job.id,
-                        "object": "text_completion",
-                        "created": job.created,
-                        "model": job.model,
-                        "choices": [],
-                        "usage": usage(result),
-                    }
-                )
+                yield usage_chunk(job, "text_completion", result)
             yield SSE_DONE
             return
     finally:
         runner.cancel()
+
+
+def usage_chunk(job, obj: str, result) -> str:
+    """The final usage-only event `stream_options.include_usage` asks for (no choices)."""
+    return sse(
+        {
+            "id": job.id,
+            "object": obj,
+            "created": job.created,
+            "model": job.model,
+            "choices": [],
+            "usage": usage(result),
+        }
+    )
 
 
 async def chat_events(
@@ -171,16 +176,7 @@ async def chat_events(
                 extra["meta_info"] = result.meta_info(**job.meta_kw)
             yield chunk({}, finish, extra, usage(result) if continuous else None)
             if include_usage:
-                yield sse(
-                    {
-                        "id": job.id,
-                        "object": "chat.completion.chunk",
-                        "created": job.created,
-                        "model": job.model,
-                        "choices": [],
-                        "usage": usage(result),
-                    }
-                )
+                yield usage_chunk(job, "chat.completion.chunk", result)
             yield SSE_DONE
             return
     finally:
