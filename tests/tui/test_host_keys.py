@@ -61,6 +61,7 @@ async def test_unknown_key_is_shown_and_trusted_only_when_confirmed(sshd, tmp_pa
     app = SpecConsoleApp("gpu-test", live=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, HostKeyScreen))
+        await _until(pilot, lambda: getattr(app.focused, "id", None) == "cancel")
         shown = str(app.screen.query_one("#hostkey").render())
         assert _fingerprint(sshd) in shown and "ssh-ed25519" in shown
         assert known.read_text() == ""  # nothing trusted before the answer
@@ -74,7 +75,7 @@ async def test_refusing_an_unknown_key_says_why(sshd, tmp_path) -> None:
     known = _profile(sshd, tmp_path, "")
     app = SpecConsoleApp("gpu-test", live=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, HostKeyScreen))
+        await _until(pilot, lambda: getattr(app.focused, "id", None) == "cancel")
         await pilot.press("enter")  # Cancel has the focus: Enter alone refuses
         await _until(pilot, lambda: "not known" in app.connect_problem)
         assert isinstance(app.screen, ConnectScreen) and app.service is None

@@ -20,6 +20,7 @@ from console.tui import keys
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = keys.bindings("confirm")
+    AUTO_FOCUS = "#no"  # the safe answer has the focus: Enter alone never confirms
 
     def __init__(self, question: str, detail: str = "", *, diff: bool = False) -> None:
         super().__init__()
@@ -42,9 +43,6 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button("Yes (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
@@ -56,6 +54,7 @@ class InfoScreen(ModalScreen[None]):
     """A result to read (a before/after comparison): any of Enter, Escape or OK closes it."""
 
     BINDINGS = keys.bindings("info")
+    AUTO_FOCUS = "#ok"
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__()
@@ -70,9 +69,6 @@ class InfoScreen(ModalScreen[None]):
             with Horizontal(classes="buttons"):
                 yield Button("OK", id="ok", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#ok", Button).focus()
-
     def on_button_pressed(self, _event: Button.Pressed) -> None:
         self.dismiss(None)
 
@@ -82,6 +78,9 @@ class InfoScreen(ModalScreen[None]):
 
 class HostKeyScreen(ModalScreen[bool]):
     BINDINGS = keys.bindings("host key")
+    # Cancel has the focus, so Enter alone never trusts a key. Textual focuses it as part
+    # of composing the screen; a query in on_mount could race the screen's own mount.
+    AUTO_FOCUS = "#cancel"
 
     def __init__(self, info: HostKeyInfo) -> None:
         super().__init__()
@@ -104,9 +103,6 @@ class HostKeyScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Trust and connect", id="trust", variant="warning")
                 yield Button("Cancel", id="cancel", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "trust")
