@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.bench.context import Passage, curves, passages, run
+from engine.bench.context import CUT_STRIDE, Passage, curves, passages, run, same_text_curve
 from engine.checkpoint import load_bundle
 from engine.decode import Decoder
 from engine.train.corpus import split_files
@@ -45,42 +45,88 @@ def test_passages_end_at_a_cut_with_enough_text_before(corpus, kind):
 
 def test_every_context_continues_the_same_place(tiny_pair):
     b = load_bundle(*tiny_pair)
-    seen: list[list[int]] = []
+    seen: list[tuple[list[int], int]] = []
 
     class Recording(Decoder):
         def generate(self, prompt_ids, **kw):
-            seen.append(list(prompt_ids))
+            seen.append((list(prompt_ids), kw["max_new_tokens"]))
             return super().generate(prompt_ids, **kw)
 
     dec = Recording(b.target, b.drafter, method="ddtree")
     text = "".join(f"line {i} of the passage\n" for i in range(40))
-    report = run(dec, [Passage("code", "t", text)], [16, 48, 96], 6, b.tokenizer)
+    report = run(dec, [Passage("code", "t", text)], [16, 48, 96], 6, b.tokenizer, cuts=3)
     full = b.tokenizer.encode(text)
-    assert [len(p) for p in seen] == [16, 48, 96]
-    assert all(p == full[-len(p) :] for p in seen), "each prompt is the tail of the same text"
+    generations = [p for p, n in seen if n == 6]
+    assert [len(p) for p in generations] == [16, 48, 96]
+    assert all(p == full[-len(p) :] for p in generations), "each prompt is the tail of the text"
     assert [r["context"] for r in report["rows"]] == [16, 48, 96]
     assert all(r["commit"] >= 1 and r["step_ms"] > 0 for r in report["rows"])
+    # Same text: every cut point at every context, a tail of the text ending at that cut,
+    # asking for one more token than a block commits so the first round is never capped.
+    firsts = [p for p, n in seen if n == dec.block_size + 1]
+    assert len(firsts) == 3 * 3 == len(report["first_round_rows"])
+    for row, p in zip(report["first_round_rows"], firsts, strict=True):
+        end = len(full) - row["cut"] * CUT_STRIDE
+        assert len(p) == row["context"] and p == full[end - row["context"] : end]
+        assert 1 <= row["commit"] <= dec.block_size
 
 
-def test_curves_take_medians_and_judge_stability():
-    rows = [
+def _first_rows(commits: dict[int, list[float]]) -> list[dict]:
+    """Rows for one text type: `commits[context]` holds one commit per text."""
+    return [
+        {"type": "code", "source": f"t{i}", "cut": 0, "context": c, "commit": k}
+        for c, ks in commits.items()
+        for i, k in enumerate(ks)
+    ]
+
+
+def test_same_text_curve_judges_the_ratio_of_means_with_a_paired_interval():
+    got = same_text_curve(_first_rows({64: [4.0, 2.0, 6.0], 1900: [3.5, 1.9, 5.5]}), [64, 1900])
+    assert [p["commit_mean"] for p in got["points"]] == [4.0, pytest.approx(10.9 / 3)]
+    assert got["commit_longest_over_shortest"] == pytest.approx(10.9 / 12)
+    assert got["stable"] is True  # 9% down
+    lo, hi = got["ci95"]
+    assert lo < 10.9 / 12 < hi < 1.0, "every text fell, so every resample falls"
+    assert hi - lo > 0.01, "the interval comes from resampling texts, not one point"
+    fell = same_text_curve(_first_rows({64: [4.0, 2.0, 6.0], 1900: [3.0, 1.5, 4.5]}), [64, 1900])
+    assert fell["commit_longest_over_shortest"] == pytest.approx(0.75) and not fell["stable"]
+    rose = same_text_curve(_first_rows({64: [4.0, 2.0, 6.0], 1900: [5.0, 2.5, 7.5]}), [64, 1900])
+    assert rose["commit_longest_over_shortest"] == pytest.approx(1.25) and not rose["stable"]
+
+
+def _generation_rows(commits: dict[int, list[float]]) -> list[dict]:
+    return [
         {
             "type": "code",
+            "source": f"t{i}",
             "context": c,
             "commit": k,
-            "step_ms": s,
-            "decode_tok_s": k / s,
+            "step_ms": 2.0 + c / 1000,
+            "decode_tok_s": k / (2.0 + c / 1000),
             "repeated_8gram_frac": 0.5,
         }
-        for c, ks, s in [(64, [6.0, 5.0, 9.0], 2.0), (1900, [5.5, 4.0, 5.2], 3.0)]
-        for k in ks
+        for c, ks in commits.items()
+        for i, k in enumerate(ks)
     ]
-    got = curves(rows, [64, 1900])["code"]
-    assert [p["commit"] for p in got["points"]] == [6.0, 5.2]
-    assert got["commit_longest_over_shortest"] == pytest.approx(5.2 / 6.0)
-    assert got["commit_stable"] is True  # 13% down
-    rows = [dict(r, commit=r["commit"] * 0.8) if r["context"] == 1900 else r for r in rows]
-    assert curves(rows, [64, 1900])["code"]["commit_stable"] is False
+
+
+def test_verdict_needs_the_same_text_within_and_a_generation_that_does_not_fall():
+    flat = _first_rows({64: [3.0, 3.0, 3.0], 1900: [3.0, 3.0, 3.3]})
+    fell = _generation_rows({64: [6.0, 5.0, 9.0], 1900: [5.5, 4.0, 3.0]})
+    got = curves(fell, flat, [64, 1900])["code"]
+    gen = got["generation"]
+    assert [p["commit"] for p in gen["points"]] == [6.0, 4.0], "medians over texts"
+    assert [p["step_ms"] for p in gen["points"]] == [2.064, 3.9]
+    assert gen["commit_longest_over_shortest"] == pytest.approx(4.0 / 6.0)
+    assert gen["ci95"][0] <= 4.0 / 6.0 <= gen["ci95"][1]
+    assert got["same_text"]["stable"] and not gen["holds"]
+    assert got["drafter_holds_up"] is False, "the generation fell a third"
+    rose = _generation_rows({64: [6.0, 5.0, 9.0], 1900: [9.0, 8.0, 12.0]})
+    got = curves(rose, flat, [64, 1900])["code"]
+    assert got["generation"]["commit_longest_over_shortest"] == pytest.approx(1.5)
+    assert got["drafter_holds_up"] is True, "a rise is text (the repeat share tells how much)"
+    fell_first = _first_rows({64: [3.0, 3.0, 3.0], 1900: [2.0, 2.0, 2.0]})
+    assert curves(rose, fell_first, [64, 1900])["code"]["drafter_holds_up"] is False
 
 
 def test_cli_refuses_a_context_beyond_the_model_and_reports_json(tiny_pair, corpus):
@@ -101,15 +147,26 @@ def test_cli_refuses_a_context_beyond_the_model_and_reports_json(tiny_pair, corp
     too_long = subprocess.run([*base, "--contexts", "64,4096"], capture_output=True, text=True)
     assert too_long.returncode != 0 and "exceeds the model's" in too_long.stderr
     ok = subprocess.run(
-        [*base, "--contexts", "32,64", "--texts", "2", "--max-new-tokens", "4", "--json"],
+        [*base, "--contexts", "32,64", "--texts", "2", "--cuts", "2", "--max-new-tokens", "4"]
+        + ["--json"],
         capture_output=True,
         text=True,
         check=True,
     )
     report = json.loads(ok.stdout)
     assert set(report["curves"]) == {"code", "prose"}
-    assert [p["context"] for p in report["curves"]["code"]["points"]] == [32, 64]
-    assert len(report["rows"]) == 2 * 2 * 2
+    code = report["curves"]["code"]
+    assert [p["context"] for p in code["generation"]["points"]] == [32, 64]
+    assert [p["samples"] for p in code["same_text"]["points"]] == [2 * 2, 2 * 2]
+    assert len(report["rows"]) == 2 * 2 * 2 and len(report["first_round_rows"]) == 2 * 2 * 2 * 2
+    assert report["config"]["cuts"] == 2
+    text = subprocess.run(
+        [*base, "--contexts", "32,64", "--texts", "2", "--cuts", "2", "--max-new-tokens", "4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "4-token generation" in text and "same text (4 cut points)" in text
 
 
 def test_ar_against_transformers_generate_reports_a_paired_ratio(tiny_pair):
