@@ -90,6 +90,20 @@ def build_vllm():
 
 
 def build_builtin():
+    import importlib.util
+
+    has_engine = importlib.util.find_spec("engine") is not None
+    if not has_engine or importlib.util.find_spec("engine.serve") is None:
+        # Installs from before the server became the `engine.serve` package had its flags
+        # in `engine.serve_args` and started as `python -m engine.server`; this console
+        # launches `python -m engine.serve`, so such an install cannot be driven at all.
+        old = has_engine and importlib.util.find_spec("engine.serve_args") is not None
+        raise ProbeError(
+            "the host's engine predates the engine.serve package this console launches; "
+            "install this console's version on the host"
+            if old
+            else "no builtin engine (the engine.serve package) in this interpreter"
+        )
     serve_args = importlib.import_module("engine.serve.args")
     return serve_args.build_parser(), "engine.serve.args.build_parser", serve_args.check_static
 

@@ -6,6 +6,8 @@ launcher that is not Python stands in for an engine whose parser cannot be built
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from console.backends import get_backend, schema_cache
-from console.backends.introspect import interpreter_argv, one_sentence
+from console.backends.introspect import interpreter_argv, one_sentence, probe_command, read_reply
 from console.config import HostProfile, LaunchProfile
 from console.service.lifecycle import LifecycleEvent
 from console.service.service import EngineService
@@ -129,3 +131,27 @@ def test_engine_errors_become_one_sentence() -> None:
     pydantic = "1 validation error for SpeculativeConfig\nmethod\n  Input should be 'dflash'"
     assert one_sentence(pydantic) == "1 validation error for SpeculativeConfig"
     assert one_sentence("Bad value. Use another one.") == "Bad value"
+
+
+@pytest.mark.parametrize("old_install", [True, False])
+def test_a_host_without_engine_serve_gets_a_reason(tmp_path: Path, old_install: bool) -> None:
+    """The probe on a host whose engine predates `engine.serve` (flags in engine.serve_args,
+    started as engine.server) says so, instead of a bare ModuleNotFoundError."""
+    if old_install:
+        (tmp_path / "engine").mkdir()
+        (tmp_path / "engine" / "__init__.py").write_text("")
+        (tmp_path / "engine" / "serve_args.py").write_text("def build_parser(): pass\n")
+    # -S: no site-packages, so only the folder it runs in can supply `engine`.
+    done = subprocess.run(
+        [sys.executable, "-S", *probe_command([])],
+        input=json.dumps({"op": "dump", "kind": "builtin"}),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    error = read_reply(done.stdout)["probe_error"]
+    if old_install:
+        assert "predates the engine.serve package" in error and "install this console" in error
+    else:
+        assert "no builtin engine" in error
