@@ -125,6 +125,10 @@ class Decoder:
             raise ValueError("draft window must be at least 1")
         self.draft_window = draft_window
         self.max_context = max_context or target.config.max_position_embeddings
+        # Verify trees and draft blocks reach at most a block past the context limit.
+        target.model.rotary_emb.reserve(self.max_context + self.block_size)
+        if drafter is not None:
+            drafter.rotary_emb.reserve(self.max_context + self.block_size)
         self.layer_ids = (
             list(drafter.target_layer_ids) if drafter is not None and method != "ar" else []
         )

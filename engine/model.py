@@ -121,12 +121,17 @@ class RotaryEmbedding(nn.Module):
     seen so far (grown by doubling), so a decode step indexes two tables instead of running
     six elementwise ops per forward. The table rows are computed exactly as a direct
     evaluation would (position * inv_freq in float32), so values are bit-identical.
+
+    Finding the largest position reads the position tensor, which on an accelerator waits
+    for the device every forward. A decoder that knows its bound calls `reserve` once; on
+    such devices the table is then sized to it and positions are never read back.
     """
 
     def __init__(self, head_dim: int, theta: float):
         super().__init__()
         self.head_dim = head_dim
         self.theta = theta
+        self.reserved = 0  # positions below this are guaranteed by the caller (`reserve`)
         self._inv_freq: dict[torch.device, torch.Tensor] = {}
         self._tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -149,6 +154,10 @@ class RotaryEmbedding(nn.Module):
             self._tables[key] = table
         return table
 
+    def reserve(self, positions: int) -> None:
+        """Promise that every position passed from now on is below `positions`."""
+        self.reserved = max(self.reserved, positions)
+
     def forward(
         self, positions: torch.Tensor, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,7 +166,10 @@ class RotaryEmbedding(nn.Module):
             freqs = positions.float()[..., None] * self.inv_freq(positions.device)
             emb = torch.cat((freqs, freqs), dim=-1)
             return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
-        cos, sin = self._table(int(positions.max()) + 1, positions.device, dtype)
+        if self.reserved and positions.device.type != "cpu":
+            cos, sin = self._table(self.reserved, positions.device, dtype)  # no device read
+        else:  # on CPU the read is free, and the table stays as small as the traffic
+            cos, sin = self._table(int(positions.max()) + 1, positions.device, dtype)
         return cos[positions][:, None], sin[positions][:, None]
 
 

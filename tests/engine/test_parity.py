@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from engine.checkpoint import DEFAULT_TARGET_PATH, load_target
+from engine.model import RotaryEmbedding
 from engine.tiny import make_random_pair
 
 transformers = pytest.importorskip("transformers")
@@ -80,3 +81,31 @@ def test_bf16_forward_tracks_fp32_and_decodes(tiny_pair):
             list(range(65, 90)), max_new_tokens=10
         )
         assert len(g.tokens) == 10
+
+
+def test_rope_tables_equal_direct_evaluation_and_a_reserved_bound_reads_no_positions():
+    rope = RotaryEmbedding(16, 10000.0)
+    pos = torch.tensor([[0, 5, 3, 700, 5]])
+    direct = rope(pos, torch.float32)  # grad mode: evaluated directly, no table
+    with torch.no_grad():
+        tabled = rope(pos, torch.float32)
+    assert torch.equal(direct[0], tabled[0]) and torch.equal(direct[1], tabled[1])
+    # A meta tensor has no values: reading the largest position back fails, as it would
+    # stall a GPU. With a bound reserved, off-CPU positions are only ever indexed with.
+    meta = torch.arange(12, device="meta")[None]
+    with torch.no_grad():
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            rope(meta, torch.float32)
+        rope.reserve(64)
+        cos, sin = rope(meta, torch.float32)
+    assert cos.shape == sin.shape == (1, 1, 12, 16) and cos.device.type == "meta"
+
+
+def test_decoder_reserves_a_block_past_its_context(tiny_pair):
+    from engine.checkpoint import load_bundle
+    from engine.decode import Decoder
+
+    b = load_bundle(*tiny_pair)
+    dec = Decoder(b.target, b.drafter, method="ddtree", max_context=100)
+    bound = 100 + dec.block_size
+    assert b.target.model.rotary_emb.reserved >= bound and b.drafter.rotary_emb.reserved >= bound
