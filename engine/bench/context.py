@@ -123,8 +123,11 @@ def run(
 ) -> dict:
     """Both measurements, interleaved per text so drift hits every context alike."""
     rows, first = [], []
+    need = max(contexts) + (cuts - 1) * cut_stride
     for p in texts:
         tail = tokenizer.encode(p.text)
+        if len(tail) < need:
+            raise ValueError(f"{p.source} has {len(tail)} tokens; these contexts need {need}")
         for c in contexts:
             ids = tail[-c:]
             g = decoder.generate(ids, max_new_tokens=max_new_tokens, ignore_eos=True)

@@ -69,6 +69,8 @@ def test_every_context_continues_the_same_place(tiny_pair):
         end = len(full) - row["cut"] * CUT_STRIDE
         assert len(p) == row["context"] and p == full[end - row["context"] : end]
         assert 1 <= row["commit"] <= dec.block_size
+    with pytest.raises(ValueError, match="these contexts need"):
+        run(dec, [Passage("code", "t", text)], [16, len(full)], 6, b.tokenizer, cuts=2)
 
 
 def _first_rows(commits: dict[int, list[float]]) -> list[dict]:
