@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -90,8 +91,6 @@ def build_vllm():
 
 
 def build_builtin():
-    import importlib.util
-
     has_engine = importlib.util.find_spec("engine") is not None
     if not has_engine or importlib.util.find_spec("engine.serve") is None:
         # Installs from before the server became the `engine.serve` package had its flags
@@ -114,7 +113,6 @@ BUILDERS = {"sglang": build_sglang, "vllm": build_vllm, "builtin": build_builtin
 def fingerprint(kind):
     """What identifies the installed engine, without importing it (that takes seconds)."""
     import importlib.metadata as metadata
-    import importlib.util
 
     dist, package, source = ENGINES[kind]
     try:

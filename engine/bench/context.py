@@ -123,7 +123,7 @@ def run(
 ) -> dict:
     """Both measurements, interleaved per text so drift hits every context alike."""
     rows, first = [], []
-    need = max(contexts) + (cuts - 1) * cut_stride
+    need = tokens_needed(contexts, cuts, cut_stride)
     for p in texts:
         tail = tokenizer.encode(p.text)
         if len(tail) < need:
@@ -159,6 +159,11 @@ def run(
         "first_round_rows": first,
         "curves": curves(rows, first, contexts),
     }
+
+
+def tokens_needed(contexts: list[int], cuts: int, cut_stride: int = CUT_STRIDE) -> int:
+    """Tokens a passage must hold: the longest context before its earliest cut point."""
+    return max(contexts) + (cuts - 1) * cut_stride
 
 
 def first_round_commit(decoder: Decoder, prompt_ids: list[int]) -> int:
@@ -330,10 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    bundle = load_bundle(args.model_path, args.draft_model_path)
-    longest = max(args.contexts)
     if args.cuts < 1 or args.texts < 1:
         raise SystemExit("--cuts and --texts must be at least 1")
+    bundle = load_bundle(args.model_path, args.draft_model_path)
+    longest = max(args.contexts)
     if longest + args.max_new_tokens > bundle.max_context:
         raise SystemExit(
             f"context {longest} + {args.max_new_tokens} new tokens exceeds the model's "
@@ -341,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     decoder = Decoder(bundle.target, bundle.drafter, method=args.method, budget=args.budget)
     root = Path(args.corpus) if args.corpus else None
-    need = longest + (args.cuts - 1) * CUT_STRIDE
+    need = tokens_needed(args.contexts, args.cuts)
     texts = [p for kind in args.types for p in passages(kind, args.texts, need, root)]
     report = run(
         decoder, texts, args.contexts, args.max_new_tokens, bundle.tokenizer, cuts=args.cuts
