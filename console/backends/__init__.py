@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from console.backends.base import Backend, DiscoveredSchema, host_command
 from console.backends.builtin import BuiltinBackend
 from console.backends.schema import FlagSchema, FlagSpec, flags_to_argv
+from console.backends.schema_discovery import Backend, DiscoveredSchema, host_command
 from console.backends.sglang import SGLangBackend
 from console.backends.vllm import VLLMBackend
 

@@ -36,7 +36,7 @@ class Ready:
 
 
 @dataclass(frozen=True)
-class DecodeStats:
+class DecodeBatchLine:
     """SGLang's periodic `Decode batch ...` line (also printed by our engine)."""
 
     running_req: int
@@ -93,7 +93,12 @@ class EngineThroughput:
 
 
 LogEvent = (
-    LoadingProgress | Ready | DecodeStats | SpecDecodingMetrics | PrefillStats | EngineThroughput
+    LoadingProgress
+    | Ready
+    | DecodeBatchLine
+    | SpecDecodingMetrics
+    | PrefillStats
+    | EngineThroughput
 )
 
 _LOADING_RE = re.compile(
@@ -133,7 +138,7 @@ def _num(pairs: dict[str, str], key: str, cast: type = float) -> float | int | N
         return None
 
 
-def parse_sglang_decode(line: str) -> DecodeStats | None:
+def parse_sglang_decode(line: str) -> DecodeBatchLine | None:
     m = _DECODE_RE.search(_last_segment(line))
     if m is None:
         return None
@@ -151,7 +156,7 @@ def parse_sglang_decode(line: str) -> DecodeStats | None:
     if tokens is None:
         tokens = _num(pairs, "#full token", int)
         usage = _num(pairs, "full token usage")
-    return DecodeStats(
+    return DecodeBatchLine(
         running_req=int(running),
         tokens=None if tokens is None else int(tokens),
         token_usage=usage,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from console.backends.base import Backend
 from console.backends.logparse import SGLANG_READY
 from console.backends.notes import SGLANG_NOTES
+from console.backends.schema_discovery import Backend
 
 
 class SGLangBackend(Backend):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from console.backends.base import Backend
 from console.backends.logparse import UVICORN_READY
 from console.backends.notes import VLLM_NOTES
+from console.backends.schema_discovery import Backend
 from console.config import FlagValue, HostProfile
 
 

@@ -20,7 +20,7 @@ import time
 from console.commands.base import HostCommand, err, with_service
 from console.errors import ConsoleError
 from console.measure.live import LINK_DOWN, LiveSeries, StreamName, is_link_sample
-from console.measure.model import LiveSample, RunInfo
+from console.measure.records import LiveSample, RunInfo
 from console.service import EngineService
 from console.store import RunStore
 

@@ -23,8 +23,8 @@ from console.errors import ConsoleError
 from console.measure import methods
 from console.measure.decompose import FitError, ThroughputModel, explain, fit
 from console.measure.methods import MethodResult
-from console.measure.model import RequestSample
 from console.measure.prompts import PromptLibrary
+from console.measure.records import RequestSample
 from console.measure.session import MeasureError, MeasureSession
 from console.measure.stats import PointSummary, Spread, spread
 from console.service import EngineService

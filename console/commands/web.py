@@ -40,7 +40,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
 
     resolve_host(args.host)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    from console.tui import web  # Textual and textual-serve stay inside console.tui
+    from console.tui import web_server as web  # Textual and textual-serve stay inside console.tui
 
     if token is not None:
         try:

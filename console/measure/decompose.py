@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.errors import ConsoleError
-from console.measure.model import RequestSample
+from console.measure.records import RequestSample
 
 BAD_FIT = 0.15  # a point more than 15% off the line means the linear model fits badly
 MOVED = 0.10  # a factor that changes tok/s by more than 10% "moved"

@@ -38,9 +38,9 @@ from console.measure.live_samples import (
     sample_from_request,
     sample_from_scrapes,
 )
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import EngineRequestError, MetricsScrape
-from console.service.service import EngineService
+from console.service.engine_service import EngineService
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from console.backends.logparse import (
     parse_vllm_spec,
     parse_vllm_throughput,
 )
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import MetricsScrape
 
 MetricsKind = Literal["builtin", "vllm", "sglang"]

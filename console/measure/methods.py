@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.measure.decompose import FitError, ThroughputModel, fit
-from console.measure.model import RequestSample
-from console.measure.requests import RequestSpec
+from console.measure.records import RequestSample
+from console.measure.request_measurement import RequestSpec
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 from console.measure.stats import PointSummary, Spread, spread, summarize
 

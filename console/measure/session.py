@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from console.errors import ConsoleError, TransportError
-from console.measure.model import RequestSample, RunInfo, RunStatus, flags_hash
 from console.measure.prompts import PromptLibrary, window
-from console.measure.requests import NATIVE_ENGINES, RequestSpec, measure_request
+from console.measure.records import RequestSample, RunInfo, RunStatus, flags_hash
+from console.measure.request_measurement import NATIVE_ENGINES, RequestSpec, measure_request
 from console.service.engine_client import EngineRequestError
 
 if TYPE_CHECKING:

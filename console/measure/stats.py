@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from console.measure.model import RequestSample
+from console.measure.records import RequestSample
 
 
 @dataclass(frozen=True)

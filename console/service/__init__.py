@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from console.service.engine_service import ApplyResult, EngineService, FlagPlan, ServiceStatus
 from console.service.lifecycle import Lifecycle, LifecycleEvent
-from console.service.service import ApplyResult, EngineService, FlagPlan, ServiceStatus
 
 __all__ = [
     "ApplyResult",

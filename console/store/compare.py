@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.measure.model import RequestSample
+from console.measure.records import RequestSample
 from console.measure.stats import spread
 from console.store.runs import StoredRun
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
-from console.measure.model import LiveSample, RequestSample, RunInfo, RunStatus
+from console.measure.records import LiveSample, RequestSample, RunInfo, RunStatus
 from console.store import schema
 from console.store.errors import HistoryError
 from console.store.paths import default_history_path
-from console.store.writer import Writer, is_alive
+from console.store.run_writer import RunWriter, is_alive
 
 BUSY_TIMEOUT_S = 15.0  # a sweep and a watch commit in milliseconds; this only absorbs bursts
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -103,7 +103,7 @@ class RunStore:
 
     async def start_run(self, info: RunInfo) -> int:
         """Store a new run as `running`, owned by this process; returns its id."""
-        writer = Writer.current()
+        writer = RunWriter.current()
 
         def insert(db: sqlite3.Connection) -> int:
             cur = db.execute(

@@ -28,10 +28,10 @@ from textual.worker import Worker, WorkerState
 from console.config import HostProfile
 from console.errors import ConfigError, ConsoleError, TransportError
 from console.measure.baseline import BaselineApply, apply_with_baseline, comparison_lines
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
-from console.service.service import ApplyResult, FlagPlan, ServiceStatus
+from console.service.engine_service import ApplyResult, FlagPlan, ServiceStatus
 from console.store import RunStore
 from console.transport import HostKeyChanged, HostKeyInfo, Transport, open_transport
 from console.tui import keys

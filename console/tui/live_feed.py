@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from console.measure.model import LiveSample
+from console.measure.records import LiveSample
 from console.service import EngineService
 
 BATCH_S = 0.5

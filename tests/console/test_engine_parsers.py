@@ -25,8 +25,8 @@ from console.backends.notes import merge_notes
 from console.backends.schema import FlagSchema, flags_to_argv
 from console.config import HostProfile, LaunchProfile
 from console.errors import FlagError
+from console.service.engine_service import EngineService
 from console.service.flags import ModelLimits, apply_changes, coerce
-from console.service.service import EngineService
 from console.transport import LocalTransport
 
 FIXTURES = Path(__file__).parent / "fixtures"

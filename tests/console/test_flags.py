@@ -22,7 +22,7 @@ from console.service.flags import (
     unified_diff,
 )
 from console.service.launch import LaunchConfig, ServiceFiles
-from console.service.process import ProcessSupervisor
+from console.service.process_supervisor import ProcessSupervisor
 from console.transport import LocalTransport
 
 FIXTURES = Path(__file__).parent / "fixtures"

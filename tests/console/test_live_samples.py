@@ -24,7 +24,7 @@ from console.measure.live_samples import (
     sample_from_request,
     sample_from_scrapes,
 )
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import parse_metrics
 from tests.console.sshd import free_port
 from tests.console.test_logparse import sglang_mixin_line, vllm_line

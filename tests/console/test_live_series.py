@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from console.measure.live import LINK_DOWN, RECONNECTED, LiveSeries, is_link_sample
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 
 
 def _series(**kw) -> LiveSeries:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from console.backends import get_backend
 from console.backends.logparse import (
-    DecodeStats,
+    DecodeBatchLine,
     EngineThroughput,
     LoadingProgress,
     PrefillStats,
@@ -46,7 +46,7 @@ def sglang_mixin_line(*, spec: bool = True, iter_msg: str = "", device: str = "c
 
 def test_sglang_current_decode_line() -> None:
     stats = parse_sglang_decode(sglang_mixin_line())
-    assert stats == DecodeStats(
+    assert stats == DecodeBatchLine(
         running_req=1, tokens=1234, token_usage=0.01, accept_len=6.53, accept_rate=0.41,
         gen_throughput=512.3, queue_req=0, graph=True, forward_ct=None,
     )  # fmt: skip
@@ -94,7 +94,7 @@ def test_builtin_engine_line_as_the_engine_prints_it() -> None:
         "104.41, #queue-req: 0, "
     )
     event = get_backend("builtin").parse_log(line)
-    assert isinstance(event, DecodeStats)
+    assert isinstance(event, DecodeBatchLine)
     assert event.graph is False and event.gen_throughput == 104.41 and event.accept_len == 1.0
 
 
@@ -255,7 +255,7 @@ def test_sglang_0_5_23_decode_line_from_its_f_strings() -> None:
     line = _sglang_line("decode")
     assert not line.endswith(", ")  # 0.5.23 ends at #queue-req
     stats = parse_sglang_decode(line)
-    assert stats == DecodeStats(
+    assert stats == DecodeBatchLine(
         running_req=48, tokens=1234567, token_usage=0.99, accept_len=6.53, accept_rate=0.41,
         gen_throughput=123456.79, queue_req=7, graph=True, forward_ct=None,
     )  # fmt: skip

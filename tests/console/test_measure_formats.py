@@ -18,8 +18,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from console.measure.decompose import FitError, explain, fit
-from console.measure.model import RequestSample
-from console.measure.requests import RequestSpec, measure_request
+from console.measure.records import RequestSample
+from console.measure.request_measurement import RequestSpec, measure_request
 from console.measure.stats import summarize
 from console.service.engine_client import EngineClient, parse_metrics
 from console.transport import LocalTransport

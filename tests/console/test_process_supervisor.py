@@ -14,7 +14,7 @@ from console.errors import ServiceError
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, ServiceFiles
 from console.service.lifecycle import Lifecycle
-from console.service.process import ProcessSupervisor
+from console.service.process_supervisor import ProcessSupervisor
 from console.transport import LocalTransport, SSHOptions, SSHTransport, Transport
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,8 +17,8 @@ import pytest
 from console.backends import get_backend, schema_cache
 from console.backends.introspect import interpreter_argv, one_sentence, probe_command, read_reply
 from console.config import HostProfile, LaunchProfile
+from console.service.engine_service import EngineService
 from console.service.lifecycle import LifecycleEvent
-from console.service.service import EngineService
 from console.transport import LocalTransport
 
 VLLM_HELP = Path(__file__).parent / "fixtures" / "engines" / "vllm-0.33.0" / "help-80.txt"

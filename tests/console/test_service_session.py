@@ -14,7 +14,7 @@ from console.config import HostProfile, LaunchProfile
 from console.measure import methods
 from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
-from console.service.service import ServiceBusy
+from console.service.engine_service import ServiceBusy
 from console.transport import open_transport
 from tests.console.sshd import free_port
 

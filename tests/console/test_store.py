@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from console.errors import ConsoleError
-from console.measure.model import LiveSample, RequestSample, RunInfo
+from console.measure.records import LiveSample, RequestSample, RunInfo
 from console.store import HistoryError, RunStore, default_history_path
 from console.store import runs as runs_module
 
@@ -253,7 +253,7 @@ async def test_unknown_runs_and_bad_files_are_one_sentence_errors(_isolated_data
 WRITER = """
 import asyncio, json, os, sys
 from pathlib import Path
-from console.measure.model import LiveSample, RequestSample, RunInfo
+from console.measure.records import LiveSample, RequestSample, RunInfo
 from console.store import RunStore
 
 async def main() -> None:

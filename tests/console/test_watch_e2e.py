@@ -27,7 +27,7 @@ import pytest_asyncio
 from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
 from console.measure.live import RECONNECTED, LiveSeries, is_link_sample
 from console.measure.live_samples import sample_from_log_line
-from console.measure.model import LiveSample
+from console.measure.records import LiveSample
 from console.service import EngineService
 from console.transport import open_transport
 from tests.console.conftest import ssh_profile_for

@@ -26,7 +26,7 @@ from engine.serve.chat_parsing import (
 )
 from engine.serve.detokenizer import TextTracker
 from engine.serve.errors import validation_error
-from engine.serve.metrics import DecodeStats, ServerMetrics
+from engine.serve.metrics import DecodeBatchLine, ServerMetrics
 from engine.serve.protocol import CompletionRequest
 from engine.tokenizer import byte_tokenizer
 from tests.engine._server_harness import SGLANG_DECODE_RE
@@ -202,7 +202,7 @@ def test_tracker_skips_eos():
 
 def test_decode_line_format_and_interval():
     m = ServerMetrics("m")
-    stats = DecodeStats(m, interval=3, context_length=100, block_size=4, speculative=True)
+    stats = DecodeBatchLine(m, interval=3, context_length=100, block_size=4, speculative=True)
     lines = [
         stats.on_round(commit_len=c, emitted=c, seconds=0.01, num_tokens=10 + i, queue=2)
         for i, c in enumerate([1, 2, 3, 4, 4, 4])
@@ -227,7 +227,7 @@ def test_decode_line_format_and_interval():
 
 
 def test_decode_line_without_speculation():
-    stats = DecodeStats(
+    stats = DecodeBatchLine(
         ServerMetrics("m"), interval=1, context_length=10, block_size=None, speculative=False
     )
     line = stats.on_round(commit_len=1, emitted=1, seconds=0.5, num_tokens=3, queue=0)

@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from console.backends.base import DiscoveredSchema
 from console.backends.schema import FlagSchema, FlagSpec
+from console.backends.schema_discovery import DiscoveredSchema
 from console.config import HostProfile
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.service import LifecycleEvent
+from console.service.engine_service import ServiceStatus
 from console.service.launch import LaunchConfig
-from console.service.service import ServiceStatus
 
 T0 = 1_800_000_000.0  # a fixed instant: samples are placed relative to it
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from console.errors import TransportError
-from console.service.service import ServiceBusy
+from console.service.engine_service import ServiceBusy
 from console.tui.app import SpecConsoleApp
 from console.tui.screens.logs import LogsScreen
 from console.tui.settings import TuiSettings

@@ -166,7 +166,7 @@ def test_history_compare(snap_compare, monkeypatch) -> None:
     import asyncio
     import time
 
-    from console.measure.model import RunInfo
+    from console.measure.records import RunInfo
     from console.store import RunStore
 
     monkeypatch.setenv("TZ", "UTC")

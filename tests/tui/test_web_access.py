@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from console.tui import web
+from console.tui import web_server as web
 
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 WS_HEADERS = {

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
-from console.measure.model import LiveSample, RequestSample
+from console.measure.records import LiveSample, RequestSample
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries

@@ -24,7 +24,7 @@ from textual.widgets import Checkbox, DataTable, Input, Static
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
 from console.errors import ConsoleError
-from console.service.service import FlagPlan
+from console.service.engine_service import FlagPlan
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 

@@ -26,8 +26,8 @@ from textual.widgets import (
 from console.errors import ConsoleError
 from console.measure import methods
 from console.measure.methods import MethodResult
-from console.measure.model import RequestSample
 from console.measure.prompts import PromptLibrary
+from console.measure.records import RequestSample
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.form import field

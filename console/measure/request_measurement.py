@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from console.measure.model import DecodeSource, RequestSample
 from console.measure.prompts import repetition_share
+from console.measure.records import DecodeSource, RequestSample
 from console.service.engine_client import (
     EngineClient,
     EngineRequestError,

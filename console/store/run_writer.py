@@ -16,12 +16,12 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class Writer:
+class RunWriter:
     pid: int
     start: int | None  # process start time in clock ticks since boot; None where unknown
 
     @classmethod
-    def current(cls) -> Writer:
+    def current(cls) -> RunWriter:
         pid = os.getpid()
         return cls(pid, _proc_stat(pid)[1])
 

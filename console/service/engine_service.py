@@ -29,7 +29,7 @@ from console.service.flags import (
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
 from console.service.lifecycle import Lifecycle, LifecycleEvent, Listener, State
-from console.service.process import ProcessSupervisor
+from console.service.process_supervisor import ProcessSupervisor
 from console.service.supervisor import Supervisor
 from console.service.systemd import SystemdSupervisor
 from console.transport.base import Transport
