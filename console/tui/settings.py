@@ -14,15 +14,18 @@ import tomllib
 from pathlib import Path
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from console.config import config_dir, format_validation_error
 from console.errors import ConfigError
+from console.settings import ConsoleSettings
 
 DEFAULT_THEME = "dark"
 
 
-class TuiSettings(BaseModel):
+class TuiSettings(ConsoleSettings):
+    """The core's timings (`ConsoleSettings`) plus what only the terminal view uses."""
+
     model_config = ConfigDict(extra="forbid")
 
     theme: str = DEFAULT_THEME
@@ -32,7 +35,6 @@ class TuiSettings(BaseModel):
     chart_hz: float = Field(default=2.0, gt=0, le=10)  # chart redraws per second at most
     log_buffer: int = Field(default=5000, ge=100)  # log lines kept for re-filtering
     log_backlog: int = Field(default=200, ge=0)  # lines shown when the log view opens
-    ready_timeout_s: float = Field(default=600.0, gt=0)  # start/apply wait for ready
 
 
 def settings_path() -> Path:
