@@ -30,10 +30,13 @@ from console.commands.base import (
     print_failure,
     with_service,
 )
-from console.errors import ConfigError, ConsoleError
+from console.errors import ConfigError, ConsoleError, ServiceError
 from console.measure.baseline import apply_with_baseline, comparison_lines
 from console.service import EngineService, LifecycleEvent
-from console.service.flags import parse_assignments, unified_diff
+from console.service.flag_view import read_flag_view, value_text
+from console.service.flags import parse_assignments
+from console.service.rollback import plan_rollback
+from console.service.state_text import service_state
 from console.store import RunStore
 
 
@@ -41,18 +44,31 @@ async def cmd_status(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         service.clear_listeners()
         st = await service.status()
+        # The key flags as the dashboard shows them; the engine is asked only when ready,
+        # and a schema that cannot be read must not stop `status` from answering.
+        view = await read_flag_view(service, ask_engine=st.state == "ready", schema_required=False)
+        key_flags = view.key_flags()
+        state, detail = service_state(st, None, running=False)
         if args.json:
-            print(json.dumps(st.as_dict(), indent=2))
+            out = st.as_dict()
+            out["detail"] = detail
+            out["key_flags"] = [k.as_dict() for k in key_flags]
+            print(json.dumps(out, indent=2))
             return 0
-        line = f"{st.host}: {st.state}"
-        if st.percent is not None:
-            line += f" {st.percent}%"
+        line = f"{st.host}: {state}"
+        if detail:
+            line += f" {detail}"
         line += f" ({st.engine}, {st.supervisor} supervisor"
         line += f", pid {st.pid}" if st.pid else ""
         line += f", port {st.port})" if st.port else ")"
         print(line)
         if st.message:
             print(f"  {st.message}")
+        if key_flags:
+            width = max(len(k.label) for k in key_flags)
+            print("  key flags:")
+            for k in key_flags:
+                print(f"    {k.label:<{width}}  {k.value}  ({k.source})")
         if st.state == "failed" and st.log_tail:
             print(f"  last {len(st.log_tail)} log lines:")
             for tail in st.log_tail:
@@ -100,36 +116,34 @@ async def cmd_stop(args: argparse.Namespace) -> int:
 
 async def cmd_flags(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        discovered = await service.schema()
-        current = (await service.current_config()).flags
-        values = {}
-        for name, value in current.items():
-            spec = discovered.schema.resolve(name)
-            values[spec.name if spec else name] = value
+        view = await read_flag_view(service)
         if args.json:
             print(
                 json.dumps(
                     {
                         "host": args.host,
                         "engine": service.profile.engine,
-                        "source": discovered.schema.source,
-                        "roles": discovered.roles,
-                        "current": values,
-                        "flags": [s.as_dict() for s in discovered.schema],
+                        "source": view.source,
+                        "roles": dict(view.roles),
+                        "current": view.current,
+                        "effective": view.effective,
+                        "flags": [row.spec.as_dict() for row in view.rows if row.spec],
                     },
                     indent=2,
                 )
             )
             return 0
-        shown = [s for s in discovered.schema if args.all or s.tuned or s.name in values]
-        print(f"{args.host}: {service.profile.engine} flags from {discovered.schema.source}")
-        for spec in shown:
-            current_text = json.dumps(values[spec.name]) if spec.name in values else "-"
-            kind = "{" + ",".join(spec.choices) + "}" if spec.choices else spec.type
-            print(f"  --{spec.name} = {current_text}   [{kind}, default {spec.default}]")
-            for note_line in textwrap.wrap(spec.note or spec.help, 88):
+        shown = view.listed(show_all=args.all)
+        print(f"{args.host}: {service.profile.engine} flags from {view.source}")
+        for row in shown:
+            current_text = json.dumps(row.current) if row.current is not None else "-"
+            line = f"  --{row.name} = {current_text}   [{row.kind}, default {row.default}]"
+            if row.effective is not None and (row.current is None or row.differs):
+                line += f"   engine reports {value_text(row.effective)}"
+            print(line)
+            for note_line in textwrap.wrap(row.note, 88):
                 print(f"      {note_line}")
-        hidden = len(discovered.schema.flags) - len(shown)
+        hidden = len(view.rows) - len(shown)
         if hidden:
             print(f"  ({hidden} more flags; --all lists them)")
         return 0
@@ -190,11 +204,10 @@ async def cmd_set(args: argparse.Namespace) -> int:
 
 async def cmd_rollback(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        store = await service.store()
-        current, last_good = await store.current(), await store.last_good()
-        if current is not None and last_good is not None:
-            diff = unified_diff(current.flags, last_good.flags, f"{args.host}:launch.json")
-            print(diff or "(the last-good flags equal the current ones; restarting with them)")
+        plan = await plan_rollback(service, args.host)
+        if not plan.possible:
+            raise ServiceError(plan.text)
+        print(plan.text)
         result = await service.rollback(timeout=args.timeout)
         if result.ok:
             print(f"{args.host}: rolled back and ready")
