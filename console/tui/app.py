@@ -461,17 +461,12 @@ class SpecConsoleApp(App[int]):
         self.run_service_action("rollback check", self._rollback_diff, self._confirm_rollback)
 
     async def _rollback_diff(self) -> str:
-        from console.service.flags import unified_diff
+        from console.service.rollback import plan_rollback
 
-        store = await self.session_service().store()
-        current, last_good = await store.current(), await store.last_good()
-        if last_good is None:
-            raise ConfigError(
-                f"There is no last-good config for {self.host} yet (it is kept when flags "
-                "are applied), so there is nothing to roll back to."
-            )
-        diff = unified_diff(current.flags if current else {}, last_good.flags, "launch.json")
-        return diff or "(the last-good flags equal the current ones; restarting with them)"
+        plan = await plan_rollback(self.session_service(), self.host)
+        if not plan.possible:
+            raise ConfigError(plan.text)
+        return plan.text
 
     def _confirm_rollback(self, diff: str) -> None:
         self.confirm(

@@ -8,8 +8,6 @@ how it was measured (server-side or client-side, streamed or not, context, text 
 
 from __future__ import annotations
 
-import asyncio
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -17,22 +15,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
 from console.measure.records import LiveSample, RequestSample
+from console.service.flag_view import read_flag_view
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.status_bar import state_text
-
-# (label, schema role, flag name when the engine names no role)
-KEY_FLAGS: tuple[tuple[str, str | None, str], ...] = (
-    ("algorithm", None, "speculative-algorithm"),
-    ("draft tokens (block)", "block_size", "speculative-num-draft-tokens"),
-    ("draft window", "draft_window", "speculative-draft-window-size"),
-    ("tree budget", "tree_budget", "speculative-ddtree-budget"),
-    ("context length", "context_length", "context-length"),
-    ("reasoning parser", None, "reasoning-parser"),
-    ("tool-call parser", None, "tool-call-parser"),
-)
-
 
 REQUEST_COLUMNS = (
     ("text", 10),
@@ -44,28 +31,6 @@ REQUEST_COLUMNS = (
     ("TTFT ms", 7),
     ("measured", 40),
 )
-
-
-def key_flag_rows(
-    flags: dict[str, object], roles: dict[str, str], schema, info: dict | None
-) -> list[tuple[str, str, str]]:
-    """(label, value, where the value comes from) for the dashboard's flag panel."""
-    rows = []
-    for label, role, fallback in KEY_FLAGS:
-        name = roles.get(role, fallback) if role else fallback
-        spec = schema.resolve(name) if schema is not None else None
-        if schema is not None and spec is None:
-            continue  # this engine has no such flag
-        canonical = spec.name if spec else name
-        served = (info or {}).get(canonical.replace("-", "_"))
-        if served is not None:
-            rows.append((label, str(served), "engine"))
-        elif canonical in flags:
-            rows.append((label, str(flags[canonical]), "launch config"))
-        else:
-            default = spec.default if spec and spec.default not in (None, "None") else "-"
-            rows.append((label, str(default), "default"))
-    return rows
 
 
 def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
@@ -193,18 +158,16 @@ class DashboardScreen(ViewScreen):
         if service is None:
             return
         try:
-            config, discovered = await asyncio.gather(service.current_config(), service.schema())
+            # The polled /get_server_info, not a new request: it changes with the engine.
+            view = await read_flag_view(service, info=self.app.server_info, ask_engine=False)
         except Exception as exc:
             self.query_one("#flags-table", DataTable).clear()
             self.notify(f"Could not read the flags: {exc}", severity="error")
             return
-        rows = key_flag_rows(
-            dict(config.flags), discovered.roles, discovered.schema, self.app.server_info
-        )
         table = self.query_one("#flags-table", DataTable)
         table.clear()
-        for row in rows:
-            table.add_row(*row)
+        for key_flag in view.key_flags():
+            table.add_row(*key_flag.as_tuple())
 
     def _show_live(self) -> None:
         caption = live_caption(self.app.live_samples)

@@ -12,7 +12,6 @@ and after and the two lined up (`measure.baseline`, as `specconsole set --baseli
 from __future__ import annotations
 
 import asyncio
-import json
 
 from rich.text import Text
 from textual import on, work
@@ -25,20 +24,11 @@ from console.backends.schema import FlagSpec
 from console.config import FlagValue
 from console.errors import ConsoleError
 from console.service.engine_service import FlagPlan
+from console.service.flag_view import FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 
 CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
-
-
-def kind_text(spec: FlagSpec) -> str:
-    return "{" + ",".join(spec.choices) + "}" if spec.choices else spec.type
-
-
-def value_text(value: FlagValue | None) -> str:
-    if value is None:
-        return ""
-    return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
 def matches(spec: FlagSpec, query: str) -> bool:
@@ -72,7 +62,10 @@ class FlagsScreen(ViewScreen):
         self.query_one("#flag-editor").border_title = "flag"
         self.query_one("#flag-pending").border_title = "staged edits"
         self.query_one("#flag-table", DataTable).add_columns("flag", "value", "type", "default")
+        self.view: FlagView | None = None
         self.watch(self.app, "lifecycle", self._maybe_reload, init=False)
+        # The engine's reported values arrive after it is ready; show them when they do.
+        self.watch(self.app, "server_info", lambda _=None: self._load(), init=False)
         self.query_one("#flag-table", DataTable).focus()
         self._load()
 
@@ -88,16 +81,14 @@ class FlagsScreen(ViewScreen):
         if service is None:
             return
         try:
-            discovered, config = await asyncio.gather(service.schema(), service.current_config())
+            view = await read_flag_view(service, info=self.app.server_info, ask_engine=False)
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.specs = dict(discovered.schema.flags)
-        self.current = {}
-        for name, value in config.flags.items():
-            spec = discovered.schema.resolve(name)
-            self.current[spec.name if spec else name] = value
-        self.source = discovered.schema.source
+        self.view = view
+        self.specs = {row.name: row.spec for row in view.rows if row.spec is not None}
+        self.current = dict(view.current)
+        self.source = view.source
         self._fill_table()
 
     def _rows(self) -> list[FlagSpec]:
@@ -151,7 +142,11 @@ class FlagsScreen(ViewScreen):
         if spec.choices:
             text.append(f"choices: {', '.join(spec.choices)} (→ completes)\n")
         current = value_text(self.current.get(name))
-        text.append(f"current {current or '(engine default)'}\n\n")
+        text.append(f"current {current or '(engine default)'}")
+        row = self.view.row(name) if self.view is not None else None
+        if row is not None and row.effective is not None and (not current or row.differs):
+            text.append(f", engine reports {value_text(row.effective)}")
+        text.append("\n\n")
         if spec.note:
             text.append(spec.note + "\n\n", style="italic")
         text.append(spec.help or "(no help text)")

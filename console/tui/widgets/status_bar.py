@@ -11,22 +11,14 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import LoadingIndicator, Static
 
+from console.service.state_text import service_state
+
 STATE_COLOR = {"ready": "success", "failed": "error", "stopped": "warning", "stopping": "warning"}
 
 
 def state_text(app) -> tuple[str, str]:
     """(state, detail) from the newest of the polled status and the lifecycle event."""
-    status, event = app.status, app.lifecycle
-    if app.running and event is not None:
-        state = event.state
-        detail = f"{event.percent}%" if event.percent is not None else ""
-        return state, detail
-    if status is None:
-        return "unknown", "reading state…"
-    detail = f"{status.percent}%" if status.percent is not None else ""
-    if status.state == "failed" and status.exit_code is not None:
-        detail = f"exit code {status.exit_code}"
-    return status.state, detail
+    return service_state(app.status, app.lifecycle, bool(app.running))
 
 
 class StatusBar(Horizontal):
