@@ -208,7 +208,6 @@ class EngineWorker:
         self._queue: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False
-        self._abort_running = False
         self.current: Job | None = None
         self.thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
 
