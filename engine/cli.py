@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "serve":
-        from engine.serve.process import main as serve_main
+        from engine.serve.launch import main as serve_main
 
         return serve_main(rest)
     if command == "train":

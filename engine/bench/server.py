@@ -56,7 +56,7 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
     """Server-side cost per verify round outside the decoder (stats, metrics, stop checks),
     timed with a decoder that yields precomputed steps, so it is free of machine noise."""
     from engine.decode import RoundStats, Step
-    from engine.serve.metrics import DecodeStats, ServerMetrics
+    from engine.serve.metrics import DecodeCounters, ServerMetrics
     from engine.serve.worker import EngineWorker, GenParams, Job
 
     stats = RoundStats(commit, 100, 0.0, 0.0, 0.0, 0.0, 8)
@@ -75,7 +75,7 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
         tokenizer,
         metrics=metrics,
         eos_token_ids=(256,),
-        stats=DecodeStats(
+        counters=DecodeCounters(
             metrics, interval=40, context_length=1 << 30, block_size=8, speculative=True
         ),
     )

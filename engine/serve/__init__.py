@@ -12,27 +12,24 @@ in arrival order. Endpoints:
 
 Logs go to stdout in SGLang's formats (logs.py, metrics.py).
 
-Modules, from the command line inwards:
+Modules, from the command line inwards (shaped like SGLang's srt/entrypoints):
 
-  args.py            the flags (declared once, as ServeArgs fields) and their checks
-  process.py         load the weights, bind the port, run uvicorn, warm up, shut down
-  app.py             create_app: middleware, error handlers, the two route sets
-  state.py           ServerState, what every handler reads from request.app.state
-  openai_routes.py   /v1/models, /v1/completions, /v1/chat/completions
-  openai_common.py   what the two completion endpoints share (checks, envelope, usage)
-  openai_streams.py  their SSE streams
-  native_routes.py   SGLang's /generate, health, info, metrics, tokenizer endpoints
-  request_body.py    body size limit, strict JSON, pydantic validation
-  protocol.py        the request bodies (pydantic models)
-  checks.py          request checks the endpoints share
-  errors.py          the OpenAI error shape; every client mistake is a 4xx sentence
-  auth.py            the --api-key middleware
-  jobs.py            submitting a job to the engine thread and awaiting its events
-  worker.py          the engine thread: one request at a time, FIFO
-  detokenizer.py     incremental detokenization and stop strings
-  chat_parsing.py    chat template, reasoning and tool-call parsers
-  text.py            text helpers shared by the streaming parts
-  sse.py             server-sent event framing and the streaming response
-  metrics.py         Prometheus metrics and the SGLang `Decode batch` log line
-  logs.py            log format and loading progress lines
+  args.py                 the flags (declared once, as ServeArgs fields) and their checks
+  launch.py               load the weights, bind the port, run uvicorn, warm up, shut down
+  logs.py                 log format and loading progress lines
+  app.py                  the HTTP app: ServerState, the API-key check, every route
+  generation.py           the request path the three generating endpoints share: submit
+                          to the engine thread, await its events, 499/4xx/5xx, SSE framing
+  serving_generate.py     SGLang's /generate
+  serving_openai.py       what the two OpenAI endpoints share (checks, envelope, usage)
+  serving_completions.py  /v1/completions
+  serving_chat.py         /v1/chat/completions (reasoning and tool-call streaming)
+  request_body.py         body size limit, strict JSON, pydantic validation
+  protocol.py             the request bodies (pydantic models)
+  checks.py               request checks the endpoints share
+  errors.py               the OpenAI error shape; every client mistake is a 4xx sentence
+  worker.py               the engine thread: one request at a time, FIFO; JobResult
+  detokenizer.py          incremental detokenization, stop strings, held-back suffixes
+  chat_parsing.py         chat template, reasoning and tool-call parsers
+  metrics.py              Prometheus metrics and the SGLang `Decode batch` log line
 """

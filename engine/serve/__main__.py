@@ -1,5 +1,5 @@
 """`python -m engine.serve ...` is `specengine serve ...`."""
 
-from engine.serve.process import main
+from engine.serve.launch import main
 
 raise SystemExit(main())

@@ -23,7 +23,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from engine.serve.text import partial_tag_len
+from engine.serve.detokenizer import partial_tag_len
 
 THINK_START = "<think>"
 THINK_END = "</think>"

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from engine.serve.errors import APIError
 
 if TYPE_CHECKING:
-    from engine.serve.state import ServerState
+    from engine.serve.app import ServerState
 
 
 def check_model(state: ServerState, name: str | None) -> None:

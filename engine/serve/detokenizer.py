@@ -5,15 +5,30 @@ split across byte-level tokens is held back until it is complete (no U+FFFD in a
 and the concatenation of streamed deltas equals the final text exactly. Stop strings are
 checked per token (like SGLang), so the token that completes a stop string is the last one
 kept; the text is cut before the stop string. While streaming, a suffix that could still
-grow into a stop string is withheld.
+grow into a stop string is withheld (`partial_tag_len`, which the chat parsers use for
+their tags too).
 """
 
 from __future__ import annotations
 
-from engine.serve.text import partial_tag_len
+
+def partial_tag_len(text: str, tag: str) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of `tag`.
+
+    A stream holds back that many characters: the next delta may complete the tag (a
+    `<think>`, a `<tool_call>`, a stop string), and text already sent cannot be taken back.
+    A complete tag is not a proper prefix, so it is never held here; finding it is the
+    caller's job.
+    """
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:n]):
+            return n
+    return 0
 
 
-class TextTracker:
+class IncrementalDetokenizer:
+    """One request's tokens turned into text as they arrive, cut at the first stop string."""
+
     def __init__(
         self, tokenizer, stop: list[str] | None = None, *, skip_special_tokens: bool = True
     ):

@@ -149,9 +149,10 @@ class DecodeLine:
         return msg
 
 
-class DecodeStats:
-    """Per-interval and lifetime decode counters; called from the engine thread only,
-    read (snapshot) from the HTTP thread under a lock."""
+class DecodeCounters:
+    """Per-interval and lifetime decode counters, and the `Decode batch` line each interval
+    ends with (the console parses that line into a record of its own). Called from the
+    engine thread only; read (snapshot) from the HTTP thread under a lock."""
 
     def __init__(
         self,

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.serve.detokenizer import TextTracker
-from engine.serve.metrics import DecodeStats, ServerMetrics
+from engine.serve.detokenizer import IncrementalDetokenizer
+from engine.serve.metrics import DecodeCounters, ServerMetrics
 
 logger = logging.getLogger("specengine.server")
 
@@ -49,8 +49,11 @@ class Delta:
     verify_ct: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class JobResult:
+    """How a job ended. Built by keyword: a finished decode fills every field; a job that
+    produced nothing comes from `aborted` or `refused`."""
+
     rid: str
     prompt_tokens: int
     output_ids: list[int]
@@ -65,6 +68,34 @@ class JobResult:
     prefill_ms: float
     error: str | None = None
     client_error: bool = False  # error caused by the request (-> 400), else a bug (-> 500)
+
+    @classmethod
+    def aborted(
+        cls, job: Job, error: str, *, t_started: float, t_finished: float | None = None
+    ) -> JobResult:
+        """A job that ends without output: cancelled before it ran, or an engine bug."""
+        return cls(
+            rid=job.rid,
+            prompt_tokens=len(job.params.prompt_ids),
+            output_ids=[],
+            text="",
+            finish_reason="abort",
+            matched_stop=None,
+            rounds=[],
+            t_received=job.t_received,
+            t_started=t_started,
+            t_first_token=None,
+            t_finished=t_started if t_finished is None else t_finished,
+            prefill_ms=0.0,
+            error=error,
+        )
+
+    @classmethod
+    def refused(cls, job: Job, error: str, *, t_started: float) -> JobResult:
+        """The engine refused the request itself before its first token: the client's fault."""
+        result = cls.aborted(job, error, t_started=t_started, t_finished=time.perf_counter())
+        result.client_error = True
+        return result
 
     @property
     def completion_tokens(self) -> int:
@@ -166,18 +197,17 @@ class EngineWorker:
         tokenizer,
         *,
         metrics: ServerMetrics,
-        stats: DecodeStats,
+        counters: DecodeCounters,
         eos_token_ids: tuple[int, ...],
     ):
         self.decoder = decoder
         self.tokenizer = tokenizer
         self.metrics = metrics
-        self.stats = stats
+        self.counters = counters
         self.eos_token_ids = eos_token_ids
         self._queue: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False
-        self._abort_running = False
         self.current: Job | None = None
         self.thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
 
@@ -246,21 +276,8 @@ class EngineWorker:
                 result = self._run(job)
             except Exception as e:  # a bug in the engine: report it, keep serving
                 logger.exception("engine error on request %s", job.rid)
-                now = time.perf_counter()
-                result = JobResult(
-                    job.rid,
-                    len(job.params.prompt_ids),
-                    [],
-                    "",
-                    "abort",
-                    None,
-                    [],
-                    job.t_received,
-                    now,
-                    None,
-                    now,
-                    0.0,
-                    error=f"{type(e).__name__}: {e}",
+                result = JobResult.aborted(
+                    job, f"{type(e).__name__}: {e}", t_started=time.perf_counter()
                 )
             finally:
                 self.current = None
@@ -271,154 +288,57 @@ class EngineWorker:
             self._deliver_done(job, result)
 
     def _run(self, job: Job) -> JobResult:
+        """Decode one job to its end: a stop, the length limit, or a cancel between rounds."""
         p = job.params
         t_started = time.perf_counter()
         if job.cancelled.is_set():
-            return self._aborted(job, t_started)
-        tracker = (
-            TextTracker(self.tokenizer, p.stop, skip_special_tokens=p.skip_special_tokens)
-            if (p.stop or p.stream)
-            else None
-        )
-        # The EOS that ends a request is not part of its text (SGLang trims the matched stop
-        # token); with skip_special_tokens it decodes to nothing anyway.
-        eos_ends = () if p.ignore_eos else self.eos_token_ids
-        out: list[int] = []
-        rounds: list = []
-        finish, matched = "length", None
-        t_first = None
-        prefill_ms = 0.0
+            return JobResult.aborted(job, job.cancel_reason, t_started=t_started)
+        decoding = _Decoding(job, self.tokenizer, self.eos_token_ids, t_started)
         gen = self.decoder.stream(
             p.prompt_ids,
             max_new_tokens=p.max_new_tokens,
             eos_token_ids=self.eos_token_ids,
             ignore_eos=p.ignore_eos,
         )
-        t_prev = t_started
         try:
             while True:
                 if job.cancelled.is_set():
-                    finish = "abort"
+                    decoding.finish = "abort"
                     break
                 try:
                     step = next(gen)
                 except StopIteration:
                     break
                 except ValueError as e:
-                    if t_first is None:  # the engine refused the request itself
-                        now = time.perf_counter()
-                        return JobResult(
-                            job.rid,
-                            len(p.prompt_ids),
-                            [],
-                            "",
-                            "abort",
-                            None,
-                            [],
-                            job.t_received,
-                            t_started,
-                            None,
-                            now,
-                            0.0,
-                            error=str(e),
-                            client_error=True,
-                        )
+                    if decoding.t_first is None:  # the engine refused the request itself
+                        return JobResult.refused(job, str(e), t_started=t_started)
                     raise
                 t = time.perf_counter()
-                tokens = step.tokens
-                if step.stats is None:
-                    t_first = t
-                    prefill_ms = step.prefill_ms or 0.0
-                else:
-                    rounds.append(step.stats)
-                stop_hit = False
-                if tracker is not None and p.stop:
-                    for i, tok in enumerate(tokens):
-                        if tok not in eos_ends and tracker.add(tok):
-                            tokens = tokens[: i + 1]
-                            stop_hit = True
-                            break
-                elif tracker is not None:
-                    for tok in tokens:
-                        if tok not in eos_ends:
-                            tracker.add(tok)
-                out.extend(tokens)
+                emitted = decoding.add(step, t)
                 if step.stats is not None and job.count_in_metrics:
-                    line = self.stats.on_round(
-                        commit_len=step.stats.commit_len,
-                        emitted=len(tokens),
-                        seconds=t - t_prev,
-                        num_tokens=len(p.prompt_ids) + len(out),
-                        queue=len(self._queue),
-                    )
-                    if line is not None:
-                        logger.info(line.format())
-                t_prev = t
-                if stop_hit:
-                    finish, matched = "stop", tracker.matched
-                elif step.finish_reason:
-                    finish = step.finish_reason
-                    if finish == "stop" and out and out[-1] in self.eos_token_ids:
-                        matched = out[-1]
-                if p.stream and job.on_delta is not None:
-                    if stop_hit or step.finish_reason:
-                        tracker.flush()
-                        delta = tracker.take(final=True)
-                    else:
-                        delta = tracker.take()
-                    if delta:
-                        job.on_delta(Delta(delta, len(out), len(rounds)))
-                if stop_hit or step.finish_reason:
+                    self._count_round(decoding, step.stats.commit_len, emitted, t - decoding.t_prev)
+                decoding.t_prev = t
+                decoding.send_delta()
+                if decoding.done:
                     break
         finally:
             gen.close()
-        t_finished = t_prev if finish != "abort" else time.perf_counter()
-        if tracker is None:
-            tracker = TextTracker(self.tokenizer, skip_special_tokens=p.skip_special_tokens)
-            for tok in out:
-                if tok not in eos_ends:
-                    tracker.add(tok)
-        tracker.flush()
-        if p.stream and job.on_delta is not None and finish != "abort":
-            rest = tracker.take(final=True)
-            if rest:
-                job.on_delta(Delta(rest, len(out), len(rounds)))
-        return JobResult(
-            job.rid,
-            len(p.prompt_ids),
-            out,
-            tracker.text,
-            finish,
-            matched,
-            rounds,
-            job.t_received,
-            t_started,
-            t_first,
-            t_finished,
-            prefill_ms,
-            error=job.cancel_reason if finish == "abort" else None,
-        )
+        return decoding.result()
 
-    def _aborted(self, job: Job, t: float) -> JobResult:
-        return JobResult(
-            job.rid,
-            len(job.params.prompt_ids),
-            [],
-            "",
-            "abort",
-            None,
-            [],
-            job.t_received,
-            t,
-            None,
-            t,
-            0.0,
-            error=job.cancel_reason,
+    def _count_round(self, decoding: _Decoding, commit_len: int, emitted: int, seconds: float):
+        """Metrics for one verify round, and the `Decode batch` line when an interval ends."""
+        line = self.counters.on_round(
+            commit_len=commit_len,
+            emitted=emitted,
+            seconds=seconds,
+            num_tokens=len(decoding.params.prompt_ids) + len(decoding.out),
+            queue=len(self._queue),
         )
+        if line is not None:
+            logger.info(line.format())
 
     def _finish_unstarted(self, job: Job, reason: str) -> None:
-        result = self._aborted(job, time.perf_counter())
-        result.error = reason
+        result = JobResult.aborted(job, reason, t_started=time.perf_counter())
         self._record(job, result)
         self._deliver_done(job, result)
 
@@ -443,3 +363,106 @@ class EngineWorker:
             job.on_done(result)
         except Exception:  # the HTTP side went away (loop closed); nothing to deliver to
             logger.debug("could not deliver result of %s", job.rid, exc_info=True)
+
+
+class _Decoding:
+    """One job in flight on the engine thread: the tokens kept so far, their text (cut at a
+    stop string), the verify rounds, and the deltas its stream is sent.
+
+    Text is detokenized as the tokens arrive only when something needs it early (stop
+    strings or a stream); otherwise once, at the end.
+    """
+
+    def __init__(self, job: Job, tokenizer, eos_token_ids: tuple[int, ...], t_started: float):
+        p = job.params
+        self.job = job
+        self.params = p
+        self.tokenizer = tokenizer
+        self.eos_token_ids = eos_token_ids
+        # The EOS that ends a request is not part of its text (SGLang trims the matched stop
+        # token); with skip_special_tokens it decodes to nothing anyway.
+        self.eos_ends = () if p.ignore_eos else eos_token_ids
+        self.detok = (
+            IncrementalDetokenizer(tokenizer, p.stop, skip_special_tokens=p.skip_special_tokens)
+            if (p.stop or p.stream)
+            else None
+        )
+        self.out: list[int] = []
+        self.rounds: list = []
+        self.finish = "length"
+        self.matched: str | int | None = None
+        self.done = False
+        self.t_started = t_started
+        self.t_first: float | None = None
+        self.t_prev = t_started  # when the previous step arrived
+        self.prefill_ms = 0.0
+
+    def add(self, step, t: float) -> int:
+        """Take one decoder step (the prefill's token or a verify round); returns how many of
+        its tokens are kept (a stop string can end the output inside a round)."""
+        if step.stats is None:
+            self.t_first = t
+            self.prefill_ms = step.prefill_ms or 0.0
+        else:
+            self.rounds.append(step.stats)
+        tokens, stop_hit = self._detokenize(step.tokens)
+        self.out.extend(tokens)
+        if stop_hit:
+            self.finish, self.matched = "stop", self.detok.matched
+        elif step.finish_reason:
+            self.finish = step.finish_reason
+            if self.finish == "stop" and self.out and self.out[-1] in self.eos_token_ids:
+                self.matched = self.out[-1]
+        self.done = stop_hit or bool(step.finish_reason)
+        return len(tokens)
+
+    def _detokenize(self, tokens: list[int]) -> tuple[list[int], bool]:
+        """The tokens to keep, and whether a stop string ended the output among them."""
+        if self.detok is None:
+            return tokens, False
+        for i, tok in enumerate(tokens):
+            if tok not in self.eos_ends and self.detok.add(tok):
+                return tokens[: i + 1], True
+        return tokens, False
+
+    def send_delta(self) -> None:
+        """Stream the text that is safe to send now; all of it once the output has ended."""
+        if not self.params.stream or self.job.on_delta is None:
+            return
+        if self.done:
+            self.detok.flush()
+        self._send(self.detok.take(final=self.done))
+
+    def _send(self, text: str) -> None:
+        if text:
+            self.job.on_delta(Delta(text, len(self.out), len(self.rounds)))
+
+    def result(self) -> JobResult:
+        aborted = self.finish == "abort"
+        t_finished = time.perf_counter() if aborted else self.t_prev
+        detok = self.detok
+        if detok is None:
+            detok = IncrementalDetokenizer(
+                self.tokenizer, skip_special_tokens=self.params.skip_special_tokens
+            )
+            for tok in self.out:
+                if tok not in self.eos_ends:
+                    detok.add(tok)
+        detok.flush()
+        if self.params.stream and self.job.on_delta is not None and not aborted:
+            self._send(detok.take(final=True))
+        return JobResult(
+            rid=self.job.rid,
+            prompt_tokens=len(self.params.prompt_ids),
+            output_ids=self.out,
+            text=detok.text,
+            finish_reason=self.finish,
+            matched_stop=self.matched,
+            rounds=self.rounds,
+            t_received=self.job.t_received,
+            t_started=self.t_started,
+            t_first_token=self.t_first,
+            t_finished=t_finished,
+            prefill_ms=self.prefill_ms,
+            error=self.job.cancel_reason if aborted else None,
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.serve.text import partial_tag_len
+from engine.serve.detokenizer import partial_tag_len
 
 
 def test_holds_the_longest_suffix_that_starts_the_tag():

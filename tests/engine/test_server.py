@@ -13,7 +13,6 @@ from tests.engine._server_harness import (
     READY,
     SGLANG_DECODE_RE,
     TIMESTAMP_RE,
-    ServerProcess,
     sse_events,
     stream,
 )
@@ -24,26 +23,17 @@ PROMPT = "def fib(n):\n    "
 LOG_INTERVAL = 4
 
 
-@pytest.fixture(scope="module")
-def server(tiny_pair):
-    target, drafter = tiny_pair
-    srv = ServerProcess(
-        target,
-        drafter,
-        "--decode-log-interval",
-        str(LOG_INTERVAL),
-        "--served-model-name",
-        "tiny",
-        "--reasoning-parser",
-        "qwen3",
-        "--tool-call-parser",
-        "qwen25",
-    )
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.close()
+# How the shared `server` fixture (conftest.py) starts this module's server.
+SERVER_FLAGS = (
+    "--decode-log-interval",
+    str(LOG_INTERVAL),
+    "--served-model-name",
+    "tiny",
+    "--reasoning-parser",
+    "qwen3",
+    "--tool-call-parser",
+    "qwen25",
+)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from tests.engine._server_harness import ServerProcess
-
 pytestmark = pytest.mark.timeout(300)
 
 KEY = "sk-test-123"
@@ -16,25 +14,16 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 JSON_HDR = {"Content-Type": "application/json"}
 
 
-@pytest.fixture(scope="module")
-def server(tiny_pair):
-    target, drafter = tiny_pair
-    srv = ServerProcess(
-        target,
-        drafter,
-        "--api-key",
-        KEY,
-        "--context-length",
-        str(CONTEXT),
-        "--served-model-name",
-        "tiny",
-        "--skip-server-warmup",
-    )
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.close()
+# How the shared `server` fixture (conftest.py) starts this module's server.
+SERVER_FLAGS = (
+    "--api-key",
+    KEY,
+    "--context-length",
+    str(CONTEXT),
+    "--served-model-name",
+    "tiny",
+    "--skip-server-warmup",
+)
 
 
 @pytest.fixture(scope="module")

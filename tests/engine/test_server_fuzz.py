@@ -20,8 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.engine._server_harness import ServerProcess
-
 pytestmark = pytest.mark.timeout(600)
 
 CONTEXT = 32
@@ -29,27 +27,18 @@ MIN_REQUESTS = 1000
 GREEDY = {"text": "def f(x):\n", "sampling_params": {"max_new_tokens": 12, "ignore_eos": True}}
 
 
-@pytest.fixture(scope="module")
-def server(tiny_pair):
-    target, drafter = tiny_pair
-    srv = ServerProcess(
-        target,
-        drafter,
-        "--context-length",
-        str(CONTEXT),
-        "--served-model-name",
-        "tiny",
-        "--reasoning-parser",
-        "qwen3",
-        "--tool-call-parser",
-        "qwen25",
-        "--skip-server-warmup",
-    )
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.close()
+# How the shared `server` fixture (conftest.py) starts this module's server.
+SERVER_FLAGS = (
+    "--context-length",
+    str(CONTEXT),
+    "--served-model-name",
+    "tiny",
+    "--reasoning-parser",
+    "qwen3",
+    "--tool-call-parser",
+    "qwen25",
+    "--skip-server-warmup",
+)
 
 
 # ---- values --------------------------------------------------------------------------

@@ -24,9 +24,9 @@ from engine.serve.chat_parsing import (
     render_chat,
     split_reasoning,
 )
-from engine.serve.detokenizer import TextTracker
+from engine.serve.detokenizer import IncrementalDetokenizer
 from engine.serve.errors import validation_error
-from engine.serve.metrics import DecodeBatchLine, ServerMetrics
+from engine.serve.metrics import DecodeCounters, ServerMetrics
 from engine.serve.protocol import CompletionRequest
 from engine.tokenizer import byte_tokenizer
 from tests.engine._server_harness import SGLANG_DECODE_RE
@@ -157,7 +157,7 @@ def test_tool_calls():
 TOK = byte_tokenizer()
 
 
-def _stream(tracker: TextTracker, ids: list[int]) -> tuple[str, int]:
+def _stream(tracker: IncrementalDetokenizer, ids: list[int]) -> tuple[str, int]:
     out, kept = "", 0
     for i, t in enumerate(ids):
         stop = tracker.add(t)
@@ -176,7 +176,7 @@ def _stream(tracker: TextTracker, ids: list[int]) -> tuple[str, int]:
 )
 def test_tracker_streams_exactly_the_final_text(text, stop):
     ids = TOK.encode(text)
-    tracker = TextTracker(TOK, [stop] if stop else None)
+    tracker = IncrementalDetokenizer(TOK, [stop] if stop else None)
     streamed, kept = _stream(tracker, ids)
     assert streamed == tracker.text
     assert "\ufffd" not in streamed
@@ -190,7 +190,7 @@ def test_tracker_streams_exactly_the_final_text(text, stop):
 
 def test_tracker_skips_eos():
     ids = [*TOK.encode("hi"), TOK.eos_token_id]
-    tracker = TextTracker(TOK)
+    tracker = IncrementalDetokenizer(TOK)
     for t in ids:
         tracker.add(t)
     tracker.flush()
@@ -202,7 +202,7 @@ def test_tracker_skips_eos():
 
 def test_decode_line_format_and_interval():
     m = ServerMetrics("m")
-    stats = DecodeBatchLine(m, interval=3, context_length=100, block_size=4, speculative=True)
+    stats = DecodeCounters(m, interval=3, context_length=100, block_size=4, speculative=True)
     lines = [
         stats.on_round(commit_len=c, emitted=c, seconds=0.01, num_tokens=10 + i, queue=2)
         for i, c in enumerate([1, 2, 3, 4, 4, 4])
@@ -227,7 +227,7 @@ def test_decode_line_format_and_interval():
 
 
 def test_decode_line_without_speculation():
-    stats = DecodeBatchLine(
+    stats = DecodeCounters(
         ServerMetrics("m"), interval=1, context_length=10, block_size=None, speculative=False
     )
     line = stats.on_round(commit_len=1, emitted=1, seconds=0.5, num_tokens=3, queue=0)
