@@ -8,8 +8,10 @@ always "-". Machine output (`--json`, CSV, JSON exports) keeps the raw numbers.
 
 from __future__ import annotations
 
+import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from console.measure.stats import Spread
@@ -96,3 +98,24 @@ def when(t: float | None, *, seconds: bool = True) -> str:
 def clock(t: float) -> str:
     """A live sample's time of day to a tenth of a second: "14:03:07.4"."""
     return f"{time.strftime('%H:%M:%S', time.localtime(t))}.{int(t * 10) % 10}"
+
+
+def value(v: Any) -> str:
+    """A flag or parameter value: strings as they are, anything else as JSON."""
+    return v if isinstance(v, str) else json.dumps(v, default=str)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: set[int]) -> str:
+    """Columns padded to their widest cell, two spaces apart; `right` columns (numbers)
+    aligned right."""
+    rows = list(rows)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
