@@ -61,7 +61,7 @@ def _header_line(side: str, h: RunHeader) -> str:
 def _flags_lines(result: RunComparison) -> list[str]:
     diff = result.flags
     if diff.same:
-        return ["flags: the same"]
+        return ["same flags in A and B"]
     v = fmt.value
     return [
         "flags A -> B:",
