@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import time
-from collections.abc import Iterable, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 from console.commands.base import HostCommand, Parser, err
+from console.measure import format as fmt
+from console.measure.format import table
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
-from console.store.compare import FIGURES
+from console.store.compare_text import comparison_lines
 from console.store.runs import RUN_STATUSES
 
 EXPORT_FORMATS = ("csv", "json")
@@ -128,9 +127,9 @@ async def cmd_history_compare(args: argparse.Namespace) -> int:
         a, b = await store.run(args.id_a), await store.run(args.id_b)
     result = compare(a, b)
     if args.json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(result.as_dict(), indent=2, default=str))
         return 0
-    print("\n".join(_compare_text(result)))
+    print("\n".join(comparison_lines(result)))
     return 0
 
 
@@ -169,38 +168,14 @@ def _nothing_matches(args: argparse.Namespace, store: RunStore) -> str:
 # -- text -------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: set[int]) -> str:
-    """Columns padded to their widest cell, two spaces apart; `right` columns (numbers)
-    aligned right."""
-    rows = list(rows)
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = (
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
-        return "  ".join(padded).rstrip()
-
-    return "\n".join([line(headers), *(line(r) for r in rows)])
-
-
-def _num(value: float | None, fmt: str, scale: float = 1.0) -> str:
-    if value is None:
-        return "-"
-    return format(value * scale if scale != 1.0 else value, fmt)
-
-
 def _when(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    return fmt.when(t)
 
 
 def _duration(run: StoredRun) -> str:
     if run.finished_at is None:
         return "-"
-    seconds = max(0, round(run.finished_at - run.info.started_at))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+    return fmt.duration(run.finished_at - run.info.started_at)
 
 
 def _engine(run: StoredRun) -> str:
@@ -214,10 +189,6 @@ def _status(run: StoredRun) -> str:
     return run.status
 
 
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str)
-
-
 def _run_header(run: StoredRun) -> list[str]:
     lines = [
         f"run {run.id}: {run.info.method} on {run.info.host}",
@@ -228,11 +199,11 @@ def _run_header(run: StoredRun) -> list[str]:
         + (f" (took {_duration(run)})" if run.finished_at is not None else ""),
         f"  flags     {run.info.flags_hash}" + ("" if run.info.flags else " (none set)"),
     ]
-    lines += [f"    --{name} = {_value(value)}" for name, value in run.info.flags.items()]
+    lines += [f"    --{name} = {fmt.value(value)}" for name, value in run.info.flags.items()]
     for title, values in (("params", run.info.params), ("summary", run.summary or {})):
         if values:
             lines.append(f"  {title}")
-            lines += [f"    {name} = {_value(value)}" for name, value in values.items()]
+            lines += [f"    {name} = {fmt.value(value)}" for name, value in values.items()]
     return lines
 
 
@@ -241,10 +212,10 @@ def _request_table(run: StoredRun) -> str:
         (
             str(s.context_tokens),
             s.text_type,
-            _num(s.decode_tok_s, ".1f"),
-            _num(s.commit_len, ".2f"),
-            _num(s.step_time_s, ".2f", 1000),
-            _num(s.ttft_s, ".1f", 1000),
+            fmt.tok_s(s.decode_tok_s),
+            fmt.commit(s.commit_len),
+            fmt.step_ms(s.step_time_s),
+            fmt.ttft_ms(s.ttft_s),
             s.decode_source or "-",
             s.flagged or "",
         )
@@ -259,74 +230,15 @@ def _live_table(run: StoredRun) -> str:
         (
             _when(s.t),
             s.source,
-            _num(s.tok_s, ".1f"),
-            _num(s.commit_len, ".2f"),
-            _num(s.step_time_s, ".2f", 1000),
-            _num(s.context_tokens, "d"),
-            _num(s.queue, "d"),
-            _num(s.running, "d"),
+            fmt.tok_s(s.tok_s),
+            fmt.commit(s.commit_len),
+            fmt.step_ms(s.step_time_s),
+            fmt.count(s.context_tokens),
+            fmt.count(s.queue),
+            fmt.count(s.running),
             s.note,
         )
         for s in run.live
     ]
     headers = ("TIME", "SOURCE", "TOK/S", "COMMIT", "STEP MS", "CONTEXT", "QUEUE", "RUNNING")
     return table((*headers, "NOTE"), rows, right={2, 3, 4, 5, 6, 7})
-
-
-# figure -> (label, format, scale) in the compare table
-_FIGURE_TEXT = {
-    "decode_tok_s": ("tok/s", ".1f", 1.0),
-    "commit_len": ("commit", ".2f", 1.0),
-    "step_time_s": ("step ms", ".2f", 1000.0),
-    "ttft_s": ("TTFT ms", ".1f", 1000.0),
-}
-
-
-def _compare_text(result: dict[str, Any]) -> list[str]:
-    lines = []
-    for side in ("a", "b"):
-        h = result[side]
-        version = f" {h['engine_version']}" if h["engine_version"] else ""
-        lines.append(
-            f"{side.upper()}: run {h['id']}, {h['method']} on {h['host']}, {h['engine']}{version}, "
-            f"{h['status']}, started {_when(h['started_at'])}, flags {h['flags_hash']}, "
-            f"{h['samples']} samples"
-            + (f" ({h['flagged']} flagged, left out)" if h["flagged"] else "")
-        )
-    diff = result["flags"]
-    if not any(diff.values()):
-        lines.append("flags: the same")
-    else:
-        lines.append("flags A -> B:")
-        lines += [f"  --{k}: {_value(a)} -> {_value(b)}" for k, (a, b) in diff["changed"].items()]
-        lines += [f"  --{k}: (unset) -> {_value(v)}" for k, v in diff["added"].items()]
-        lines += [f"  --{k}: {_value(v)} -> (unset)" for k, v in diff["removed"].items()]
-    lines.append("")
-    if result["points"]:
-        rows = []
-        for point in result["points"]:
-            for figure in FIGURES:
-                label, fmt, scale = _FIGURE_TEXT[figure]
-                change = point["change"][figure]
-                rows.append(
-                    (
-                        str(point["context_tokens"]),
-                        point["text_type"],
-                        label,
-                        _num(point["a"][figure], fmt, scale),
-                        _num(point["b"][figure], fmt, scale),
-                        "-" if change is None else f"{change['percent']:+.1f}%",
-                        f"{point['a']['n']}/{point['b']['n']}",
-                    )
-                )
-        headers = ("CONTEXT", "TEXT", "FIGURE", "A", "B", "CHANGE", "N A/B")
-        lines.append("medians of unflagged samples, per point measured by both runs:")
-        lines.append(table(headers, rows, right={0, 3, 4, 5, 6}))
-    else:
-        lines.append("No (context, text type) point was measured by both runs.")
-    for side in ("a", "b"):
-        only = result[f"only_{side}"]
-        if only:
-            points = ", ".join(f"{p['context_tokens']} {p['text_type']}" for p in only)
-            lines.append(f"only in {side.upper()}: {points}")
-    return lines

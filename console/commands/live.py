@@ -15,10 +15,11 @@ import contextlib
 import functools
 import json
 import sys
-import time
+from collections.abc import Callable
 
 from console.commands.base import HostCommand, err, with_service
 from console.errors import ConsoleError
+from console.measure import format as fmt
 from console.measure.live import LINK_DOWN, LiveSeries, StreamName, is_link_sample
 from console.measure.records import LiveSample, RunInfo
 from console.service import EngineService
@@ -49,19 +50,13 @@ def _positive(text: str) -> float:
 
 def format_sample(sample: LiveSample) -> str:
     """One human line: time, source, tok/s, commit, step ms, context, queue."""
-
-    def num(value: float | None, fmt: str) -> str:
-        return "-" if value is None else format(value, fmt)
-
-    clock = time.strftime("%H:%M:%S", time.localtime(sample.t))
-    step_ms = None if sample.step_time_s is None else sample.step_time_s * 1000
     line = (
-        f"{clock}.{int(sample.t * 10) % 10}  {sample.source:<8}"
-        f" {num(sample.tok_s, '8.1f'):>8} tok/s"
-        f"  commit {num(sample.commit_len, '5.2f'):>5}"
-        f"  step {num(step_ms, '7.2f'):>7} ms"
-        f"  ctx {num(sample.context_tokens, 'd'):>6}"
-        f"  queue {num(sample.queue, 'd'):>2}"
+        f"{fmt.clock(sample.t)}  {sample.source:<8}"
+        f" {fmt.tok_s(sample.tok_s):>8} tok/s"
+        f"  commit {fmt.commit(sample.commit_len):>5}"
+        f"  step {fmt.step_ms(sample.step_time_s):>7} ms"
+        f"  ctx {fmt.count(sample.context_tokens):>6}"
+        f"  queue {fmt.count(sample.queue):>2}"
     )
     if sample.running is not None:
         line += f"  running {sample.running}"
@@ -77,8 +72,9 @@ def _has_figures(sample: LiveSample) -> bool:
     )
 
 
-async def cmd_watch(args: argparse.Namespace) -> int:
-    host = args.host
+def _printer(host: str, as_json: bool) -> Callable[[LiveSample], None]:
+    """How one sample is shown: figures to stdout (a line or JSON), link changes and
+    notes to stderr, so `--json` output stays one object per line."""
 
     def show(sample: LiveSample) -> None:
         if is_link_sample(sample):
@@ -89,75 +85,90 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             err(f"-- {text} --")
         elif not _has_figures(sample):
             err(f"-- {host}: {sample.note} --")  # e.g. "no /metrics": not a sample row
-        elif args.json:
+        elif as_json:
             print(json.dumps(sample.as_dict()), flush=True)
         else:
             print(format_sample(sample), flush=True)
 
+    return show
+
+
+async def _check_running(service: EngineService, host: str) -> None:
+    """A stopped or failed engine has no series to watch: say so and how to fix it."""
+    status = await service.status()
+    if status.state == "stopped":
+        raise ConsoleError(
+            f"The engine on {host} is stopped; start it with `specconsole start {host}` "
+            "and watch again."
+        )
+    if status.state == "failed":
+        raise ConsoleError(
+            f"The engine on {host} has failed ({status.message}); `specconsole status "
+            f"{host}` shows its last log lines."
+        )
+
+
+async def _start_run(store: RunStore, service: EngineService, args: argparse.Namespace) -> int:
+    # Stored as a run, so `diagnose HOST` (no --observed) can read the last minute.
+    config = await service.current_config()
+    return await store.start_run(
+        RunInfo(
+            host=args.host,
+            engine=service.profile.engine,
+            method="watch",
+            params={"interval": args.interval, "sources": list(args.source)},
+            flags=dict(config.flags),
+        )
+    )
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    show = _printer(args.host, args.json)
+
     async def body(service: EngineService) -> int:
-        status = await service.status()
-        if status.state == "stopped":
-            raise ConsoleError(
-                f"The engine on {host} is stopped; start it with `specconsole start {host}` "
-                "and watch again."
-            )
-        if status.state == "failed":
-            raise ConsoleError(
-                f"The engine on {host} has failed ({status.message}); `specconsole status "
-                f"{host}` shows its last log lines."
-            )
+        await _check_running(service, args.host)
         store = None if args.no_store else RunStore.default()
-        run_id = None
-        if store is not None:
-            # Stored as a run, so `diagnose HOST` (no --observed) can read the last minute.
-            config = await service.current_config()
-            run_id = await store.start_run(
-                RunInfo(
-                    host=host,
-                    engine=service.profile.engine,
-                    method="watch",
-                    params={"interval": args.interval, "sources": list(args.source)},
-                    flags=dict(config.flags),
-                )
-            )
+        run_id = await _start_run(store, service, args) if store is not None else None
         sink = functools.partial(store.add_live, run_id) if store and run_id else None
         series = LiveSeries(service, scrape_interval=args.interval, sources=args.source, sink=sink)
         try:
-            return await _watch(series)
+            return await _watch(series, show, args.duration)
         finally:
             if store is not None and run_id is not None:
                 await asyncio.shield(store.finish_run(run_id, "complete"))
 
-    async def _watch(series: LiveSeries) -> int:
-        async with series.subscribe() as sub:
-            runner = asyncio.create_task(series.run(), name="watch-series")
-
-            async def printer() -> None:
-                async for sample in sub:
-                    show(sample)
-
-            printing = asyncio.create_task(printer(), name="watch-print")
-            try:
-                done, _ = await asyncio.wait(
-                    {runner, printing},
-                    timeout=args.duration,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-            finally:
-                printing.cancel()
-                runner.cancel()
-                for task in (printing, runner):
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-                # Samples taken but not printed yet still come out.
-                for sample in sub.pending():
-                    show(sample)
-            for task in done:
-                task.result()  # a bug in the series: let it surface
-        sys.stdout.flush()
-        return 0
-
     return await with_service(args, body)
+
+
+async def _watch(
+    series: LiveSeries, show: Callable[[LiveSample], None], duration: float | None
+) -> int:
+    """Run the series and show its samples until `duration` ends or the series stops."""
+    async with series.subscribe() as sub:
+        runner = asyncio.create_task(series.run(), name="watch-series")
+
+        async def printer() -> None:
+            async for sample in sub:
+                show(sample)
+
+        printing = asyncio.create_task(printer(), name="watch-print")
+        try:
+            done, _ = await asyncio.wait(
+                {runner, printing}, timeout=duration, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            printing.cancel()
+            runner.cancel()
+            for task in (printing, runner):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            # Samples taken but not printed yet still come out.
+            for sample in sub.pending():
+                show(sample)
+        for task in done:
+            task.result()  # a bug in the series: let it surface
+    sys.stdout.flush()
+    return 0
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:

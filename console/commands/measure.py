@@ -20,9 +20,12 @@ from typing import Any
 from console.commands.base import HostCommand, err, with_service
 from console.commands.web import bench_parser
 from console.errors import ConsoleError
+from console.measure import format as fmt
 from console.measure import methods
 from console.measure.decompose import FitError, ThroughputModel, explain, fit
+from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.methods import MethodResult
+from console.measure.numbers import NumberListError, parse_counts
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
 from console.measure.session import MeasureError, MeasureSession
@@ -32,15 +35,11 @@ from console.store import RunStore
 
 
 def _ints(text: str) -> list[int]:
+    """An option's "64,512,1k": the parser the TUI's fields use too."""
     try:
-        values = [int(v.strip().lower().replace("k", "000")) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of integers"
-        ) from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} needs positive integers")
-    return values
+        return parse_counts(text, "Each value")
+    except NumberListError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _names(text: str) -> list[str]:
@@ -81,10 +80,6 @@ def _progress(args: argparse.Namespace, label: str) -> Iterator[Callable[[int, i
 # -- printing -----------------------------------------------------------------------------
 
 
-def _s(value: Spread | None, fmt: str = "{:.1f}", scale: float = 1.0) -> str:
-    return value.text(fmt, scale) if value else "-"
-
-
 def print_points(points: list[PointSummary]) -> None:
     print(
         f"{'text':<11}{'context':>8}{'out':>6}{'n':>3}  {'decode tok/s':<22}{'commit':<18}"
@@ -92,24 +87,23 @@ def print_points(points: list[PointSummary]) -> None:
     )
     for p in points:
         print(
-            f"{p.text_type:<11}{p.context:>8}{p.max_tokens:>6}{p.n:>3}  {_s(p.tok_s):<22}"
-            f"{_s(p.commit, '{:.2f}'):<18}{_s(p.step_s, '{:.2f}', 1000):<20}"
+            f"{p.text_type:<11}{p.context:>8}{p.max_tokens:>6}{p.n:>3}  "
+            f"{fmt.spread(p.tok_s, fmt.TOK_S):<22}{fmt.spread(p.commit, fmt.COMMIT):<18}"
+            f"{fmt.spread(p.step_s, fmt.STEP_MS):<20}"
             f"{','.join(p.sources):<14}{p.flagged or ''}"
         )
     print("  (median [lowest-highest] over repeats; flagged requests are not in the figures)")
 
 
 def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
-    def f(v: float | None, fmt: str) -> str:
-        return "-" if v is None else fmt.format(v)
-
+    ttft = s.ttft_s if s.ttft_s is not None else s.server_ttft_s
     print(
-        f"decode {f(s.decode_tok_s, '{:.1f}')} tok/s ({s.decode_source or 'no decode time'}, "
-        f"{'streamed' if s.streamed else 'not streamed'}), commit {f(s.commit_len, '{:.2f}')}, "
-        f"step {f(s.step_time_s and s.step_time_s * 1000, '{:.2f}')} ms, "
-        f"TTFT {f(s.ttft_s if s.ttft_s is not None else s.server_ttft_s, '{:.3f}')} s"
+        f"decode {fmt.tok_s(s.decode_tok_s)} tok/s ({s.decode_source or 'no decode time'}, "
+        f"{'streamed' if s.streamed else 'not streamed'}), commit {fmt.commit(s.commit_len)}, "
+        f"step {fmt.step_ms(s.step_time_s)} ms, TTFT {fmt.ttft_ms(ttft)} ms"
         f"{'' if s.ttft_s is not None or s.server_ttft_s is None else ' (server)'}"
     )
+    print(f"  measured: {s.provenance}")
     print(
         f"  context {s.context_tokens} tokens, {s.completion_tokens}/{s.max_tokens} tokens out "
         f"({s.finish_reason}), {s.text_type} text, latency {s.latency_s:.3f} s, "
@@ -192,17 +186,8 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def print_model(model: ThroughputModel) -> None:
-    s = model.step
-    print(
-        f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
-        f"context ({'fits' if model.step_fits else 'fits badly'}: worst point "
-        f"{s.max_rel_residual:.0%} off the line)"
-    )
-    for kind, curve in model.commit.items():
-        pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)
-        print(f"commit on {kind}: {pts}")
-    for note in model.notes:
-        print(f"note: {note}")
+    for line in model.describe():
+        print(line)
 
 
 async def cmd_twopoint(args: argparse.Namespace) -> int:
@@ -299,41 +284,38 @@ async def _model_for(
 async def cmd_diagnose(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         session = _session(service, args)
-        live: dict[str, Any] | None = None
+        live: LiveWindow | None = None
         if args.observed is None:
-            live = await _live_minute(session, args)
-        context = args.context if args.context is not None else live and live["context"]
+            live = await stored_live_window(session.store, service.profile.name, args.window)
+        context = args.context if args.context is not None else live and live.context
         if context is None:
             raise MeasureError("Pass --context (the context the figure was observed at).")
-        text = args.text or (live and live.get("text")) or "prose"
+        text = args.text or "prose"  # with live figures, only what the sweep must cover
         needed = sorted({text, args.baseline_text or text})
         reach = max(context, args.baseline_context or 0)
         model, source = await _model_for(session, args, needed, reach)
-        if live is not None and args.text is None:
-            text = _closest_type(model, live["commit"], live["context"])
-        verdict = explain(
-            model,
-            observed=args.observed if args.observed is not None else live["tok_s"],
-            context=context,
-            text_type=text,
-            baseline=args.baseline,
-            baseline_context=args.baseline_context,
-            baseline_text=args.baseline_text,
-            observed_commit=live and live["commit"],
-            observed_step=live and live["step"],
-        )
+        baseline = {
+            "baseline": args.baseline,
+            "baseline_context": args.baseline_context,
+            "baseline_text": args.baseline_text,
+        }
+        if live is not None:
+            # The same summary and verdict as the TUI's ctrl+l on the same samples.
+            judged = explain_live(
+                model, live, text_type=args.text, context=args.context, **baseline
+            )
+            verdict, text = judged.verdict, judged.text_type
+        else:
+            verdict = explain(model, observed=args.observed, context=context, text_type=text,
+                              **baseline)  # fmt: skip
         if args.json:
             out = {"verdict": verdict.as_dict(), "model": model.as_dict(), "model_from": source}
             if live is not None:
-                out["live"] = live
+                out["live"] = live.as_dict()
             print(json.dumps(out, indent=2))
             return 0
         if live is not None:
-            print(
-                f"live series, last minute ({live['n']} samples from {live['sources']}): "
-                f"{live['tok_s']:.1f} tok/s at context {live['context']:.0f}, commit "
-                f"{live['commit']:.2f}, step {live['step'] * 1000:.2f} ms; text resembles {text}"
-            )
+            print(live.text(text))
         print(verdict.text())
         print(f"(model from {source})")
         return 0
@@ -341,34 +323,18 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
     return await with_service(args, body)
 
 
-def _closest_type(model: ThroughputModel, commit: float, context: float) -> str:
-    return min(model.commit, key=lambda k: abs(model.commit_at(k, context) - commit))
-
-
-async def _live_minute(session: MeasureSession, args: argparse.Namespace) -> dict[str, Any]:
-    host = session.service.profile.name
-    samples = []
-    if session.store is not None:
-        samples = await session.store.live_since(host, time.time() - args.window)
-    usable = [s for s in samples if s.tok_s and s.commit_len and s.step_time_s and s.context_tokens]
-    if not usable:
+async def stored_live_window(store: RunStore | None, host: str, window_s: float) -> LiveWindow:
+    """The live window `diagnose` explains: the samples `watch` stored for `host` in the
+    last `window_s` seconds, summarised as the TUI summarises its own."""
+    now = time.time()
+    samples = await store.live_since(host, now - window_s) if store is not None else []
+    window = live_window(samples, window_s=window_s, now=now)
+    if window is None:
         raise MeasureError(
-            f"No live samples for {host} in the last {args.window:.0f} s; run `specconsole "
+            f"No live samples for {host} in the last {window_s:.0f} s; run `specconsole "
             f"watch {host}` while it serves traffic, or pass --observed."
         )
-
-    def med(values: list[float]) -> float:
-        result = spread(values)
-        return result.median if result else 0.0
-
-    return {
-        "n": len(usable),
-        "sources": ",".join(sorted({s.source for s in usable})),
-        "tok_s": med([s.tok_s for s in usable if s.tok_s]),
-        "commit": med([s.commit_len for s in usable if s.commit_len]),
-        "step": med([s.step_time_s for s in usable if s.step_time_s]),
-        "context": med([float(s.context_tokens) for s in usable if s.context_tokens]),
-    }
+    return window
 
 
 # -- bench fidelity -----------------------------------------------------------------------
@@ -471,15 +437,21 @@ async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
     """Add the measurement commands to the `specconsole` parser."""
+    _register_prompt(host_command)
+    _register_methods(host_command)
+    _register_diagnose(host_command)
+    _register_fidelity(sub)
 
-    def common(p: argparse.ArgumentParser, *, repeat: int) -> None:
-        p.add_argument(
-            "--repeat", type=int, default=repeat, help="repeats per point (median + spread)"
-        )
-        p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
-        p.add_argument("--no-store", action="store_true", help="do not record the run in history")
-        p.add_argument("--json", action="store_true", help="machine-readable output only")
 
+def _common(p: argparse.ArgumentParser, *, repeat: int) -> None:
+    """The options every measuring command takes."""
+    p.add_argument("--repeat", type=int, default=repeat, help="repeats per point (median + spread)")
+    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
+    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
+    p.add_argument("--json", action="store_true", help="machine-readable output only")
+
+
+def _register_prompt(host_command: HostCommand) -> None:
     p = host_command("prompt", "Fire one test prompt and show its figures and provenance.")
     p.add_argument(
         "text", nargs="?", help="the prompt; without it, --context tokens of --text-type"
@@ -491,9 +463,12 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--ignore-eos", action="store_true", help="always produce --max-tokens tokens")
     p.add_argument("--stream", action="store_true", help="stream the response (client timing too)")
-    common(p, repeat=1)
+    _common(p, repeat=1)
     p.set_defaults(func=cmd_prompt)
 
+
+def _register_methods(host_command: HostCommand) -> None:
+    """The measurement methods: sweeps, two-point, stream check."""
     p = host_command("sweep", "Context sweep (fixed output) or output sweep (fixed context).")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--contexts", type=_ints, help="prompt lengths in tokens, e.g. 64,1k,3k,5k")
@@ -504,7 +479,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--context", type=int, help="prompt length for an output sweep (default 256)")
     p.add_argument("--text", type=_names, help="text types, e.g. code,prose (default code)")
     p.add_argument("--stream", action="store_true")
-    common(p, repeat=1)
+    _common(p, repeat=1)
     p.set_defaults(func=cmd_sweep)
 
     p = host_command("twopoint", "Decode rate as (N2-N1)/(T(N2)-T(N1)): prefill and RTT cancel.")
@@ -512,16 +487,18 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--n2", type=int, default=160)
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--text-type", default="code")
-    common(p, repeat=3)
+    _common(p, repeat=3)
     p.set_defaults(func=cmd_twopoint)
 
     p = host_command("streamcheck", "Does streaming over this link distort decode figures?")
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--text-type", default="code")
-    common(p, repeat=3)
+    _common(p, repeat=3)
     p.set_defaults(func=cmd_streamcheck)
 
+
+def _register_diagnose(host_command: HostCommand) -> None:
     p = host_command("diagnose", "Explain a tok/s figure as context growth x text acceptance.")
     p.add_argument("--observed", type=float, help="the tok/s to explain (default: live series)")
     p.add_argument("--context", type=float, help="context (tokens) it was observed at")
@@ -533,9 +510,11 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
     p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
     p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
-    common(p, repeat=2)
+    _common(p, repeat=2)
     p.set_defaults(func=cmd_diagnose)
 
+
+def _register_fidelity(sub: argparse._SubParsersAction) -> None:
     bench = bench_parser(sub)
     p = bench.add_parser(
         "fidelity", help="Console decode tok/s against the engine's own per-round timing."

@@ -13,9 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from console.measure import format as fmt
 from console.measure import methods
+from console.measure.comparison import FigurePair
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureSession
+from console.measure.stats import PointSummary
 
 if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
@@ -36,7 +39,43 @@ async def run_baseline(session: MeasureSession) -> MethodResult:
     )
 
 
-def baseline_comparison(before: MethodResult, after: MethodResult) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class BaselineRow:
+    """One text type's baseline point before and after the change: each figure's median
+    on both sides (`FigurePair`: a = before, b = after) and which factor moved."""
+
+    text_type: str
+    context: int
+    decode_tok_s: FigurePair
+    commit_len: FigurePair
+    step_time_s: FigurePair
+
+    @property
+    def moved(self) -> str:
+        """The factors that moved more than `MOVED`, or a sentence saying none did."""
+        moved = []
+        for label, pair in (("commit", self.commit_len), ("step time", self.step_time_s)):
+            change = pair.change
+            if change is not None and abs(change.fraction) > MOVED:
+                moved.append(f"{label} {change.fraction:+.0%}")
+        return ", ".join(moved) or "neither factor moved more than 5%"
+
+    def as_dict(self) -> dict[str, Any]:
+        def side(pair: FigurePair) -> dict[str, float | None]:
+            fraction = pair.change.fraction if pair.change else None
+            return {"before": pair.a, "after": pair.b, "change": fraction}
+
+        return {
+            "text_type": self.text_type,
+            "context": self.context,
+            "decode_tok_s": side(self.decode_tok_s),
+            "commit_len": side(self.commit_len),
+            "step_time_s": side(self.step_time_s),
+            "moved": self.moved,
+        }
+
+
+def baseline_comparison(before: MethodResult, after: MethodResult) -> list[BaselineRow]:
     """Per text type: tok/s, commit and step time before and after, and what moved."""
     rows = []
     after_by = {(p.text_type, p.context): p for p in after.points}
@@ -44,43 +83,36 @@ def baseline_comparison(before: MethodResult, after: MethodResult) -> list[dict[
         a = after_by.get((b.text_type, b.context))
         if a is None:
             continue
-        row: dict[str, Any] = {"text_type": b.text_type, "context": b.context}
-        for name, attr in (("decode_tok_s", "tok_s"), ("commit_len", "commit"),
-                           ("step_time_s", "step_s")):  # fmt: skip
+
+        def pair(name: str, attr: str, b: PointSummary = b, a: PointSummary = a) -> FigurePair:
             bv, av = getattr(b, attr), getattr(a, attr)
-            row[name] = {
-                "before": bv.median if bv else None,
-                "after": av.median if av else None,
-                "change": (av.median / bv.median - 1) if av and bv and bv.median else None,
-            }
-        c, s = row["commit_len"]["change"], row["step_time_s"]["change"]
-        moved = []
-        if c is not None and abs(c) > MOVED:
-            moved.append(f"commit {c:+.0%}")
-        if s is not None and abs(s) > MOVED:
-            moved.append(f"step time {s:+.0%}")
-        row["moved"] = ", ".join(moved) or "neither factor moved more than 5%"
-        rows.append(row)
+            return FigurePair(name, bv.median if bv else None, av.median if av else None)
+
+        rows.append(
+            BaselineRow(
+                text_type=b.text_type,
+                context=b.context,
+                decode_tok_s=pair("decode_tok_s", "tok_s"),
+                commit_len=pair("commit_len", "commit"),
+                step_time_s=pair("step_time_s", "step_s"),
+            )
+        )
     return rows
 
 
-def comparison_lines(rows: list[dict[str, Any]]) -> list[str]:
+def comparison_lines(rows: list[BaselineRow]) -> list[str]:
     """The comparison as aligned text lines (the CLI prints them, the TUI shows them)."""
-
-    def n(v: float | None, fmt: str, scale: float = 1.0) -> str:
-        return "-" if v is None else fmt.format(v * scale)
-
     lines = [
         f"{'text':<8}{'tok/s before':>13}{'after':>9}{'':>8}{'commit':>8}{'after':>7}"
         f"{'step ms':>9}{'after':>7}  which factor moved"
     ]
     for r in rows:
-        t, c, s = r["decode_tok_s"], r["commit_len"], r["step_time_s"]
+        t, c, s = r.decode_tok_s, r.commit_len, r.step_time_s
         lines.append(
-            f"{r['text_type']:<8}{n(t['before'], '{:.1f}'):>13}{n(t['after'], '{:.1f}'):>9}"
-            f"{n(t['change'], '{:+.0%}'):>8}{n(c['before'], '{:.2f}'):>8}"
-            f"{n(c['after'], '{:.2f}'):>7}{n(s['before'], '{:.2f}', 1000):>9}"
-            f"{n(s['after'], '{:.2f}', 1000):>7}  {r['moved']}"
+            f"{r.text_type:<8}{fmt.tok_s(t.a):>13}{fmt.tok_s(t.b):>9}"
+            f"{fmt.ratio_change(t.change.ratio if t.change else None):>8}"
+            f"{fmt.commit(c.a):>8}{fmt.commit(c.b):>7}"
+            f"{fmt.step_ms(s.a):>9}{fmt.step_ms(s.b):>7}  {r.moved}"
         )
     return lines
 
@@ -90,7 +122,7 @@ class BaselineApply:
     result: ApplyResult
     before: MethodResult
     after: MethodResult | None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[BaselineRow] = field(default_factory=list)
 
 
 async def apply_with_baseline(

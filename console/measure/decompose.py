@@ -145,6 +145,20 @@ class ThroughputModel:
             )
         return max(1.0, line.at(context))
 
+    def describe(self) -> list[str]:
+        """The fitted model in words, a line each: the step line, commit per text, notes
+        (what `specconsole sweep` prints and the TUI's verdict panel shows)."""
+        s = self.step
+        lines = [
+            f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
+            f"context ({'fits' if self.step_fits else 'fits badly'}: worst point "
+            f"{s.max_rel_residual:.0%} off the line)"
+        ]
+        for kind, curve in self.commit.items():
+            pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)
+            lines.append(f"commit on {kind}: {pts}")
+        return lines + [f"note: {note}" for note in self.notes]
+
     def predict(self, context: float, text_type: str) -> float:
         """Decode tok/s for a context and text type: commit / step."""
         return self.commit_at(text_type, context) / self.step_at(context, text_type)
@@ -325,49 +339,13 @@ def explain(
         f"model at context {context:.0f}, {text_type}: commit {commit:.2f} / step {_ms(step)} "
         f"= {predicted:.1f} tok/s"
     ]
-    factors: list[Factor] = []
     if baseline is not None:
         b_ctx = model.contexts[0] if baseline_context is None else baseline_context
-        b_text = baseline_text or text_type
-        b_step, b_commit = model.step_at(b_ctx, b_text), model.commit_at(b_text, b_ctx)
-        m_step, m_commit = model.step_at(context, b_text), model.commit_at(b_text, context)
-        ctx_factor = (m_commit / m_step) / (b_commit / b_step)
-        text_factor = predicted / (m_commit / m_step)
-        expected = baseline * ctx_factor * text_factor
-        residual = observed / expected
-        factors = [
-            Factor("context", ctx_factor, f"{b_text} at context {b_ctx:.0f} -> {context:.0f}: "
-                   f"step {_ms(b_step)} -> {_ms(m_step)}, commit {b_commit:.2f} -> {m_commit:.2f}"),
-            Factor("text", text_factor, f"{b_text} -> {text_type} at context {context:.0f}: "
-                   f"commit {m_commit:.2f} -> {commit:.2f}, step {_ms(m_step)} -> {_ms(step)}"),
-            Factor("residual", residual,
-                   f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
-        ]  # fmt: skip
-        lines += [
-            f"context: {factors[0].detail}: tok/s x{ctx_factor:.2f}",
-            f"text: {factors[1].detail}: tok/s x{text_factor:.2f}",
-            f"expected: baseline {baseline:.1f} x {ctx_factor:.2f} x {text_factor:.2f} = "
-            f"{expected:.1f} tok/s; observed {observed:.1f} ({_pct(residual)})",
-        ]
+        factors = _against_baseline(
+            model, lines, observed, context, text_type, baseline, b_ctx, baseline_text or text_type
+        )
     else:
-        residual = observed / predicted
-        factors = [
-            Factor("residual", residual, f"observed {observed:.1f} vs model {predicted:.1f}")
-        ]
-        lines.append(f"observed {observed:.1f} tok/s: {_pct(residual)} against the model")
-        lo_ctx = model.contexts[0]
-        best = max(model.commit, key=lambda k: model.predict(lo_ctx, k))
-        top = model.predict(lo_ctx, best)
-        lines.append(
-            f"for scale: the best the sweep saw is {top:.1f} tok/s ({best} text, context "
-            f"{lo_ctx:.0f}: commit {model.commit_at(best, lo_ctx):.2f} / step "
-            f"{_ms(model.step_at(lo_ctx, best))})"
-        )
-        at_ctx = model.predict(context, best)
-        factors.insert(
-            0, Factor("context", at_ctx / top, f"{best} at context {lo_ctx:.0f} -> {context:.0f}")
-        )
-        factors.insert(1, Factor("text", predicted / at_ctx, f"{best} -> {text_type}"))
+        factors = _against_model(model, lines, observed, context, text_type)
     if observed_commit is not None and observed_step is not None:
         lines.append(
             f"measured: commit {observed_commit:.2f} ({_pct(observed_commit / commit)} vs model), "
@@ -385,6 +363,67 @@ def explain(
         factors=tuple(factors),
         lines=tuple(lines),
     )
+
+
+def _against_baseline(
+    model: ThroughputModel,
+    lines: list[str],
+    observed: float,
+    context: float,
+    text_type: str,
+    baseline: float,
+    b_ctx: float,
+    b_text: str,
+) -> list[Factor]:
+    """Split observed / baseline through the model: the context factor, the text factor
+    and a residual; the arithmetic goes to `lines`."""
+    predicted = model.predict(context, text_type)
+    step, commit = model.step_at(context, text_type), model.commit_at(text_type, context)
+    b_step, b_commit = model.step_at(b_ctx, b_text), model.commit_at(b_text, b_ctx)
+    m_step, m_commit = model.step_at(context, b_text), model.commit_at(b_text, context)
+    ctx_factor = (m_commit / m_step) / (b_commit / b_step)
+    text_factor = predicted / (m_commit / m_step)
+    expected = baseline * ctx_factor * text_factor
+    residual = observed / expected
+    factors = [
+        Factor("context", ctx_factor, f"{b_text} at context {b_ctx:.0f} -> {context:.0f}: "
+               f"step {_ms(b_step)} -> {_ms(m_step)}, commit {b_commit:.2f} -> {m_commit:.2f}"),
+        Factor("text", text_factor, f"{b_text} -> {text_type} at context {context:.0f}: "
+               f"commit {m_commit:.2f} -> {commit:.2f}, step {_ms(m_step)} -> {_ms(step)}"),
+        Factor("residual", residual,
+               f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
+    ]  # fmt: skip
+    lines += [
+        f"context: {factors[0].detail}: tok/s x{ctx_factor:.2f}",
+        f"text: {factors[1].detail}: tok/s x{text_factor:.2f}",
+        f"expected: baseline {baseline:.1f} x {ctx_factor:.2f} x {text_factor:.2f} = "
+        f"{expected:.1f} tok/s; observed {observed:.1f} ({_pct(residual)})",
+    ]
+    return factors
+
+
+def _against_model(
+    model: ThroughputModel, lines: list[str], observed: float, context: float, text_type: str
+) -> list[Factor]:
+    """No baseline: the model's prediction is the reference, and the best point the sweep
+    saw gives the scale for the context and text factors."""
+    predicted = model.predict(context, text_type)
+    residual = observed / predicted
+    lines.append(f"observed {observed:.1f} tok/s: {_pct(residual)} against the model")
+    lo_ctx = model.contexts[0]
+    best = max(model.commit, key=lambda k: model.predict(lo_ctx, k))
+    top = model.predict(lo_ctx, best)
+    lines.append(
+        f"for scale: the best the sweep saw is {top:.1f} tok/s ({best} text, context "
+        f"{lo_ctx:.0f}: commit {model.commit_at(best, lo_ctx):.2f} / step "
+        f"{_ms(model.step_at(lo_ctx, best))})"
+    )
+    at_ctx = model.predict(context, best)
+    return [
+        Factor("context", at_ctx / top, f"{best} at context {lo_ctx:.0f} -> {context:.0f}"),
+        Factor("text", predicted / at_ctx, f"{best} -> {text_type}"),
+        Factor("residual", residual, f"observed {observed:.1f} vs model {predicted:.1f}"),
+    ]
 
 
 def _cause(factors: list[Factor]) -> str:

@@ -12,7 +12,8 @@ stream, each sample tagged with where it came from (`LiveSample.source`):
 - `request`: the console's own measured requests, handed in with `record_request`.
 
 The link to a GPU host drops (sshd restarts, VPNs, laptops sleeping). The series does not
-end then: each source retries with backoff (0.5 s doubling to 10 s) and the series says
+end then: each source retries with the settings' backoff (0.5 s doubling to 10 s by
+default) and the series says
 so in the stream itself, as *link samples*: `LiveSample`s with every figure None and a
 note that starts with `LINK_DOWN` ("link down, reconnecting: <why>") or `RECONNECTED`
 ("reconnected after 4.2 s"). One link sample marks the start of an outage however many
@@ -33,6 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Literal
 
 from console.errors import ConsoleError, TransportError
+from console.events import Broadcast, Subscription
 from console.measure.live_samples import (
     sample_from_log_line,
     sample_from_request,
@@ -41,6 +43,7 @@ from console.measure.live_samples import (
 from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import EngineRequestError, MetricsScrape
 from console.service.engine_service import EngineService
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 
 logger = logging.getLogger(__name__)
 
@@ -50,52 +53,13 @@ StreamName = Literal["log", "metrics"]
 LINK_DOWN = "link down, reconnecting"
 RECONNECTED = "reconnected after"
 DEFAULT_CAPACITY = 3600  # an hour of 1 Hz samples
-SUBSCRIBER_BACKLOG = 10_000
-BACKOFF_START = 0.5
-BACKOFF_MAX = 10.0
+SUBSCRIBER_BACKLOG = 10_000  # a subscriber this far behind loses the oldest samples
 UNAVAILABLE_RETRY = 10.0  # an engine without /metrics (SGLang without --enable-metrics)
 
 
 def is_link_sample(sample: LiveSample) -> bool:
     """True for the series' link-state samples (no figures; the note says what changed)."""
     return sample.note.startswith((LINK_DOWN, RECONNECTED))
-
-
-class LiveSubscription:
-    """Every sample emitted while the subscription is open, in order.
-
-    `async for sample in sub` waits for the next one; `pending()` takes what has arrived
-    without waiting (to print the last samples when a watch ends). A subscriber that falls
-    more than `SUBSCRIBER_BACKLOG` samples behind loses the oldest ones, and `dropped`
-    counts them.
-    """
-
-    def __init__(self) -> None:
-        self._items: deque[LiveSample] = deque()
-        self._ready = asyncio.Event()
-        self.dropped = 0
-
-    def _put(self, sample: LiveSample) -> None:
-        if len(self._items) >= SUBSCRIBER_BACKLOG:
-            self._items.popleft()
-            self.dropped += 1
-        self._items.append(sample)
-        self._ready.set()
-
-    def pending(self) -> list[LiveSample]:
-        items = list(self._items)
-        self._items.clear()
-        self._ready.clear()
-        return items
-
-    def __aiter__(self) -> LiveSubscription:
-        return self
-
-    async def __anext__(self) -> LiveSample:
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        return self._items.popleft()
 
 
 class LiveSeries:
@@ -106,7 +70,7 @@ class LiveSeries:
     (`async with series.subscribe() as sub: async for sample in sub`) and, when `sink` is
     given, awaited into it one at a time in emission order (`RunStore.add_live` bound to a
     run id, say); a failing sink is logged and counted in `sink_errors`, never stops the
-    series.
+    series. Reconnects wait `settings.backoff` between tries.
     """
 
     def __init__(
@@ -117,6 +81,7 @@ class LiveSeries:
         sink: Sink | None = None,
         sources: Collection[StreamName] = ("log", "metrics"),
         capacity: int = DEFAULT_CAPACITY,
+        settings: ConsoleSettings = DEFAULT_SETTINGS,
     ) -> None:
         unknown = set(sources) - {"log", "metrics"}
         if unknown:
@@ -127,8 +92,9 @@ class LiveSeries:
         self.scrape_interval = scrape_interval
         self.sink = sink
         self.sources = tuple(sources)
+        self.settings = settings
         self._ring: deque[LiveSample] = deque(maxlen=capacity)
-        self._subs: set[LiveSubscription] = set()
+        self._broadcast: Broadcast[LiveSample] = Broadcast(SUBSCRIBER_BACKLOG)
         self._sink_queue: deque[LiveSample] = deque()
         self._sink_task: asyncio.Task[None] | None = None
         self.sink_errors = 0
@@ -146,14 +112,16 @@ class LiveSeries:
         return [s for s in self._ring if s.t > since]
 
     @contextlib.asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[LiveSubscription]:
-        """`async with series.subscribe() as sub: async for sample in sub: ...`"""
-        sub = LiveSubscription()
-        self._subs.add(sub)
-        try:
+    async def subscribe(self) -> AsyncIterator[Subscription[LiveSample]]:
+        """`async with series.subscribe() as sub: async for sample in sub: ...`; `pending()`
+        takes what has arrived without waiting, `dropped` counts what a slow reader lost."""
+        async with self._broadcast.subscribe() as sub:
             yield sub
-        finally:
-            self._subs.discard(sub)
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions are open."""
+        return self._broadcast.subscribers
 
     @property
     def link_down(self) -> bool:
@@ -170,8 +138,7 @@ class LiveSeries:
 
     def _emit(self, sample: LiveSample) -> None:
         self._ring.append(sample)
-        for sub in list(self._subs):
-            sub._put(sample)
+        self._broadcast.publish(sample)
         if self.sink is not None:
             self._sink_queue.append(sample)
             self._start_sink()
@@ -248,7 +215,9 @@ class LiveSeries:
                 await asyncio.wait_for(asyncio.shield(self.flush()), 5.0)
 
     async def _follow_log(self) -> None:
-        delay = BACKOFF_START
+        backoff = self.settings.backoff
+        delays = backoff.delays()
+        delay = next(delays)
 
         def on_link(up: bool, text: str) -> None:
             if up:
@@ -261,27 +230,31 @@ class LiveSeries:
                 if "log" in self._down:
                     # logs() probes the host itself, but says nothing until a line
                     # arrives; the banner should clear as soon as the host answers.
-                    await self.service.transport.run(["true"], timeout=30)
+                    await self.service.transport.run(
+                        ["true"], timeout=self.settings.command_timeout_s
+                    )
                     self._link_back("log")
                 # Backlog 0: old lines would come back as samples stamped now.
                 async for line in self.service.logs(follow=True, lines=0, on_link=on_link):
                     sample = sample_from_log_line(line)
                     if sample is not None:
                         self._emit(sample)
-                    delay = BACKOFF_START
+                    delays = backoff.delays()
+                    delay = next(delays)
                 # The follower ended (the log command exited): start it again.
                 await asyncio.sleep(delay)
             except TransportError as exc:
                 self._link_lost("log", str(exc))
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+                delay = next(delays)
             except ConsoleError as exc:
                 self._emit(LiveSample(t=time.time(), source="log", note=f"log follow: {exc}"))
                 await asyncio.sleep(UNAVAILABLE_RETRY)
 
     async def _scrape(self) -> None:
         prev: MetricsScrape | None = None
-        delay = BACKOFF_START
+        backoff = self.settings.backoff
+        delays = backoff.delays()
         unavailable = ""
         while True:
             started = time.monotonic()
@@ -291,8 +264,7 @@ class LiveSeries:
             except TransportError as exc:  # EngineUnreachable included
                 self._link_lost("metrics", str(exc))
                 prev = None  # a delta across the outage would mix in its idle time
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+                await asyncio.sleep(next(delays))
                 continue
             except EngineRequestError as exc:
                 self._link_back("metrics")
@@ -303,7 +275,7 @@ class LiveSeries:
                 await asyncio.sleep(max(self.scrape_interval, UNAVAILABLE_RETRY))
                 continue
             self._link_back("metrics")
-            delay = BACKOFF_START
+            delays = backoff.delays()
             unavailable = ""
             if prev is not None:
                 sample = sample_from_scrapes(prev, cur)

@@ -25,6 +25,20 @@ DecodeSource = Literal["server", "server-metrics", "client-stream", "client-tota
 LiveSource = Literal["log", "metrics", "request"]
 RunStatus = Literal["running", "complete", "incomplete", "failed"]
 
+# How each source is named wherever a figure's provenance is shown (CLI, TUI, exports).
+DECODE_SOURCE_TEXT: dict[str | None, str] = {
+    "server": "server decode time",
+    "server-metrics": "server /metrics delta",
+    "client-stream": "client stream timing",
+    "client-total": "client wall time, prefill included",
+    None: "no decode time",
+}
+LIVE_SOURCE_TEXT: dict[str, str] = {
+    "log": "engine log line",
+    "metrics": "/metrics delta",
+    "request": "measured request",
+}
+
 
 def flags_hash(flags: dict[str, Any]) -> str:
     """A short stable hash of an engine's flags: runs with equal hashes are comparable."""
@@ -81,6 +95,20 @@ class RequestSample:
     def ok(self) -> bool:
         return self.flagged is None
 
+    @property
+    def provenance(self) -> str:
+        """How this sample's figures were taken, in one line every face shows the same:
+        "server decode time, non-streaming, ctx 1024, 64 tok, prose"."""
+        return ", ".join(
+            (
+                DECODE_SOURCE_TEXT.get(self.decode_source, str(self.decode_source)),
+                "streamed" if self.streamed else "non-streaming",
+                f"ctx {self.context_tokens}",
+                f"{self.completion_tokens} tok",
+                self.text_type,
+            )
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -103,6 +131,14 @@ class LiveSample:
     queue: int | None = None
     running: int | None = None
     note: str = ""  # e.g. "reconnected after 4.1 s"
+
+    @property
+    def provenance(self) -> str:
+        """Where this point came from: "engine log line, ctx 1024" (see `RequestSample`)."""
+        parts = [LIVE_SOURCE_TEXT.get(self.source, self.source)]
+        if self.context_tokens is not None:
+            parts.append(f"ctx {self.context_tokens}")
+        return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

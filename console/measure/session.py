@@ -4,9 +4,10 @@ runs recorded sample by sample.
 Everything the methods share lives here: the engine's flags and their hash (so runs
 with different flags never mix), its context limit (a point above it is refused before
 anything is sent), token ids of each text type (tokenized once by the engine), the run
-store (a commit per sample, so Ctrl-C or a crash keeps what was taken), and the retry
-rule for a link that drops mid-request: reconnect with backoff, say so, take the request
-again and mark the new sample as retried.
+store (a commit per sample, so Ctrl-C or a crash keeps what was taken), the live series
+each measured request joins (so the dashboard charts it without anyone relaying it), and
+the retry rule for a link that drops mid-request: reconnect with the settings' backoff
+for up to `request_retry_s`, say so, take the request again and mark it as retried.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ from console.measure.prompts import PromptLibrary, window
 from console.measure.records import RequestSample, RunInfo, RunStatus, flags_hash
 from console.measure.request_measurement import NATIVE_ENGINES, RequestSpec, measure_request
 from console.service.engine_client import EngineRequestError
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 
 if TYPE_CHECKING:
+    from console.measure.live import LiveSeries
     from console.service import EngineService
     from console.store import RunStore
-
-RETRY_FOR = 180.0  # seconds a dropped link may take to come back before a run gives up
-BACKOFF_START, BACKOFF_MAX = 0.5, 10.0
 
 
 class MeasureError(ConsoleError):
@@ -60,20 +60,29 @@ Progress = Callable[[str], None]
 
 
 class MeasureSession:
+    """Measures requests on one service. Each sample goes, in this order, to the run
+    record and store, to `live` (the service's live series, when one runs: it becomes a
+    `request` point there; `live` may be set or replaced later, as series come and go)
+    and to `on_sample`."""
+
     def __init__(
         self,
         service: EngineService,
         *,
         store: RunStore | None = None,
         library: PromptLibrary | None = None,
+        live: LiveSeries | None = None,
         on_sample: Callable[[RequestSample], None] | None = None,
         on_note: Progress | None = None,
+        settings: ConsoleSettings = DEFAULT_SETTINGS,
     ) -> None:
         self.service = service
         self.store = store
         self.library = library or PromptLibrary.builtin()
+        self.live = live
         self.on_sample = on_sample
         self.on_note = on_note
+        self.settings = settings
         self._facts: EngineFacts | None = None
         self._ids: dict[str, list[int] | None] = {}
 
@@ -176,8 +185,10 @@ class MeasureSession:
         """One request, retried after a link drop; stored and published when taken."""
         facts = await self.facts()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + RETRY_FOR
-        delay, retried, attempt = BACKOFF_START, False, 0
+        retry_for = self.settings.request_retry_s
+        deadline = loop.time() + retry_for
+        delays = self.settings.backoff.delays()
+        delay, retried, attempt = next(delays), False, 0
         while True:
             try:
                 client = await self.service.client()
@@ -189,7 +200,7 @@ class MeasureSession:
                 attempt += 1
                 if loop.time() + delay > deadline:
                     raise MeasureError(
-                        f"{exc} Gave up after {attempt} attempts over {RETRY_FOR:.0f} s; "
+                        f"{exc} Gave up after {attempt} attempts over {retry_for:.0f} s; "
                         "the samples already taken are kept."
                     ) from None
                 self.note(
@@ -197,7 +208,7 @@ class MeasureSession:
                     f"next in {delay:.1f} s); the request in flight will be taken again"
                 )
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+                delay = next(delays)
                 retried = True
         if retried:
             sample = replace(sample, retried=True)
@@ -206,6 +217,8 @@ class MeasureSession:
             record.samples.append(sample)
             if self.store is not None and record.run_id is not None:
                 await self.store.add_request(record.run_id, sample)
+        if self.live is not None:
+            self.live.record_request(sample)
         if self.on_sample is not None:
             self.on_sample(sample)
         return sample

@@ -9,8 +9,11 @@ only one run measured is listed, not compared. The flags diff says what was chan
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
+from console.measure.comparison import Change, FigurePair
 from console.measure.records import RequestSample
 from console.measure.stats import spread
 from console.store.runs import StoredRun
@@ -19,7 +22,110 @@ FIGURES = ("decode_tok_s", "commit_len", "step_time_s", "ttft_s")
 Point = tuple[int, str]  # (context_tokens, text_type)
 
 
-def compare(a: StoredRun, b: StoredRun) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunHeader:
+    """What a compared run is, and how many of its samples count."""
+
+    id: int
+    host: str
+    engine: str
+    engine_version: str | None
+    method: str
+    status: str
+    started_at: float
+    flags_hash: str
+    samples: int  # unflagged: the ones in the figures
+    flagged: int
+
+    @classmethod
+    def of(cls, run: StoredRun) -> RunHeader:
+        flagged = sum(1 for s in run.requests if s.flagged is not None)
+        return cls(
+            id=run.id,
+            host=run.info.host,
+            engine=run.info.engine,
+            engine_version=run.info.engine_version,
+            method=run.info.method,
+            status=run.status,
+            started_at=run.info.started_at,
+            flags_hash=run.info.flags_hash,
+            samples=len(run.requests) - flagged,
+            flagged=flagged,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class FlagsDiff:
+    """The flags from run A to run B: changed (old, new), added and removed."""
+
+    changed: dict[str, tuple[Any, Any]]
+    added: dict[str, Any]
+    removed: dict[str, Any]
+
+    @property
+    def same(self) -> bool:
+        return not (self.changed or self.added or self.removed)
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {
+            "changed": {k: list(v) for k, v in self.changed.items()},
+            "added": dict(self.added),
+            "removed": dict(self.removed),
+        }
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """One (context, text type) point measured by both runs: sample counts and each
+    figure of `FIGURES` side by side."""
+
+    context_tokens: int
+    text_type: str
+    n_a: int
+    n_b: int
+    figures: tuple[FigurePair, ...]
+
+    def figure(self, name: str) -> FigurePair:
+        return next(f for f in self.figures if f.name == name)
+
+    def as_dict(self) -> dict[str, Any]:
+        changes = {f.name: f.change for f in self.figures}
+        return {
+            "context_tokens": self.context_tokens,
+            "text_type": self.text_type,
+            "a": {"n": self.n_a, **{f.name: f.a for f in self.figures}},
+            "b": {"n": self.n_b, **{f.name: f.b for f in self.figures}},
+            "change": {k: c.as_dict() if c else None for k, c in changes.items()},
+        }
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Run B against run A: headers, flags diff, shared points, points only one has."""
+
+    a: RunHeader
+    b: RunHeader
+    flags: FlagsDiff
+    points: tuple[PointComparison, ...]
+    only_a: tuple[Point, ...]
+    only_b: tuple[Point, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `history compare --json` prints."""
+        return {
+            "a": self.a.as_dict(),
+            "b": self.b.as_dict(),
+            "flags": self.flags.as_dict(),
+            "points": [p.as_dict() for p in self.points],
+            "only_a": [_point_dict(p) for p in self.only_a],
+            "only_b": [_point_dict(p) for p in self.only_b],
+        }
+
+
+def compare(a: StoredRun, b: StoredRun) -> RunComparison:
     """The figures of `b` against `a` per shared point, with ratio (b / a) and percent
     change, plus the flags diff from `a` to `b`. Both runs need their samples loaded."""
     for run in (a, b):
@@ -27,23 +133,25 @@ def compare(a: StoredRun, b: StoredRun) -> dict[str, Any]:
             raise ValueError(f"run {run.id} was read without its samples; use RunStore.run()")
     points_a, points_b = point_medians(a), point_medians(b)
     shared = sorted(points_a.keys() & points_b.keys(), key=_point_order)
-    return {
-        "a": _header(a),
-        "b": _header(b),
-        "flags": flags_diff(a.info.flags, b.info.flags),
-        "points": [
-            {
-                "context_tokens": point[0],
-                "text_type": point[1],
-                "a": points_a[point],
-                "b": points_b[point],
-                "change": {f: change(points_a[point][f], points_b[point][f]) for f in FIGURES},
-            }
+    return RunComparison(
+        a=RunHeader.of(a),
+        b=RunHeader.of(b),
+        flags=flags_diff(a.info.flags, b.info.flags),
+        points=tuple(
+            PointComparison(
+                context_tokens=point[0],
+                text_type=point[1],
+                n_a=points_a[point]["n"],
+                n_b=points_b[point]["n"],
+                figures=tuple(
+                    FigurePair(f, points_a[point][f], points_b[point][f]) for f in FIGURES
+                ),
+            )
             for point in shared
-        ],
-        "only_a": [_point_dict(p) for p in sorted(points_a.keys() - shared, key=_point_order)],
-        "only_b": [_point_dict(p) for p in sorted(points_b.keys() - shared, key=_point_order)],
-    }
+        ),
+        only_a=tuple(sorted(points_a.keys() - shared, key=_point_order)),
+        only_b=tuple(sorted(points_b.keys() - shared, key=_point_order)),
+    )
 
 
 def point_medians(run: StoredRun) -> dict[Point, dict[str, Any]]:
@@ -59,21 +167,17 @@ def point_medians(run: StoredRun) -> dict[Point, dict[str, Any]]:
     }
 
 
-def change(old: float | None, new: float | None) -> dict[str, float] | None:
-    """{"ratio": new / old, "percent": the change in percent}; None if either is missing
-    or old is zero."""
-    if old is None or new is None or old == 0:
-        return None
-    ratio = new / old
-    return {"ratio": ratio, "percent": (ratio - 1.0) * 100.0}
+def change(old: float | None, new: float | None) -> Change | None:
+    """new / old with the change in percent; None if either is missing or old is zero."""
+    return Change.between(old, new)
 
 
-def flags_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        "changed": {k: [old[k], new[k]] for k in old if k in new and old[k] != new[k]},
-        "added": {k: new[k] for k in new if k not in old},
-        "removed": {k: old[k] for k in old if k not in new},
-    }
+def flags_diff(old: dict[str, Any], new: dict[str, Any]) -> FlagsDiff:
+    return FlagsDiff(
+        changed={k: (old[k], new[k]) for k in old if k in new and old[k] != new[k]},
+        added={k: new[k] for k in new if k not in old},
+        removed={k: old[k] for k in old if k not in new},
+    )
 
 
 def _median(values: Any) -> float | None:
@@ -87,19 +191,3 @@ def _point_order(point: Point) -> tuple[str, int]:
 
 def _point_dict(point: Point) -> dict[str, Any]:
     return {"context_tokens": point[0], "text_type": point[1]}
-
-
-def _header(run: StoredRun) -> dict[str, Any]:
-    flagged = sum(1 for s in run.requests if s.flagged is not None)
-    return {
-        "id": run.id,
-        "host": run.info.host,
-        "engine": run.info.engine,
-        "engine_version": run.info.engine_version,
-        "method": run.info.method,
-        "status": run.status,
-        "started_at": run.info.started_at,
-        "flags_hash": run.info.flags_hash,
-        "samples": len(run.requests) - flagged,
-        "flagged": flagged,
-    }

@@ -319,6 +319,8 @@ class SpecConsoleApp(App[int]):
 
     def _set_live_series(self, series: object) -> None:
         self.live_series = series
+        if self._measure is not None:
+            self._measure.live = series  # type: ignore[assignment]
 
     def ingest_live(
         self, samples: Sequence[LiveSample] = (), requests: Sequence[RequestSample] = ()
@@ -339,6 +341,7 @@ class SpecConsoleApp(App[int]):
             self._measure = MeasureSession(
                 self.session_service(),
                 store=self.run_store(),
+                live=self.live_series,
                 on_sample=self._measured,
                 on_note=lambda text: self.notify(text, severity="warning"),
             )
@@ -350,8 +353,8 @@ class SpecConsoleApp(App[int]):
         return self._store
 
     def _measured(self, sample: RequestSample) -> None:
-        if self.live_series is not None:
-            self.live_series.record_request(sample)  # its sample reaches the charts itself
+        # The session itself hands the sample to the live series (its `live`), which
+        # brings it to the charts; here it only joins the requests table.
         self.ingest_live(requests=[sample])
 
     # -- actions --------------------------------------------------------------------

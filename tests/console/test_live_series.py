@@ -54,7 +54,7 @@ async def test_subscribers_get_every_sample_in_order_and_pending_drains() -> Non
         series._emit(_sample(3.0))
         assert (await asyncio.wait_for(waiter, 1)).t == 3.0
     series._emit(_sample(4.0))  # after leaving the block: nobody is subscribed
-    assert not series._subs
+    assert not series.subscribers
 
 
 async def test_sink_gets_every_sample_in_order_and_a_failing_sink_does_not_stop_it() -> None:
@@ -115,3 +115,30 @@ def test_bad_arguments() -> None:
         _series(sources=("log", "journal"))
     with pytest.raises(ValueError, match="scrape_interval"):
         _series(scrape_interval=0)
+
+
+async def test_a_measure_session_hands_its_samples_to_the_live_series(monkeypatch) -> None:
+    """Measured requests reach the live series inside measure/: nobody relays them."""
+    from types import SimpleNamespace
+
+    from console.measure import session as session_module
+    from console.measure.request_measurement import RequestSpec
+    from console.measure.session import EngineFacts, MeasureSession
+
+    async def measure_request(*_args, **_kw) -> RequestSample:
+        return _request(7.0)
+
+    async def client() -> object:
+        return object()
+
+    monkeypatch.setattr(session_module, "measure_request", measure_request)
+    service = SimpleNamespace(client=client, profile=SimpleNamespace(name="h", engine="builtin"))
+    series = _series()
+    seen: list[RequestSample] = []
+    session = MeasureSession(service, live=series, on_sample=seen.append)  # type: ignore[arg-type]
+    session._facts = EngineFacts("builtin", {}, "x", None, None, None)
+    async with series.subscribe() as sub:
+        sample = await session.measure(RequestSpec("code", "p", 64, True, False, text="hi"))
+        (live,) = sub.pending()
+    assert seen == [sample] and live.source == "request" and live.t == 7.0
+    assert series.snapshot() == [live]

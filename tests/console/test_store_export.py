@@ -60,7 +60,13 @@ async def test_compare_lines_up_medians_per_point_without_flagged_samples() -> N
         + point(4096, "code", [72.0], 2.5)
         + point(8192, "code", [50.0], 2.0),
     )
-    result = compare(a, b)
+    typed = compare(a, b)
+    first_point = typed.points[0]
+    assert (first_point.context_tokens, first_point.text_type) == (1024, "code")
+    assert first_point.figure("decode_tok_s").a == 105.0
+    assert first_point.figure("decode_tok_s").change.percent == pytest.approx(20.0)
+    assert typed.flags.changed == {"draft-window": (8, 16)} and not typed.flags.same
+    result = typed.as_dict()  # the JSON shape, as `history compare --json` prints it
     assert result["a"]["id"] == a.id and result["b"]["id"] == b.id
     assert (result["a"]["samples"], result["a"]["flagged"]) == (6, 1)
     assert result["flags"] == {

@@ -9,9 +9,7 @@ that says what was changed between them.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -20,17 +18,19 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from console.errors import ConsoleError
+from console.measure import format as fmt
 from console.measure.stats import summarize
 from console.store import StoredRun, compare, export_csv, export_json
+from console.store.compare import RunComparison
+from console.store.compare_text import comparison_lines
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
-from console.tui.screens.sweeps import fmt_spread
 
 RUN_LIMIT = 500
 
 
 def when(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+    return fmt.when(t, seconds=False)  # the runs table's column is minute-wide
 
 
 def run_cells(run: StoredRun, marked: bool) -> tuple[str, ...]:
@@ -48,54 +48,9 @@ def matches(run: StoredRun, query: str) -> bool:
     return all(w in hay for w in words)
 
 
-def _n(value: float | None, spec: str, scale: float = 1.0) -> str:
-    return "-" if value is None else format(value * scale, spec)
-
-
-def _pct(change: dict[str, float] | None) -> str:
-    return "-" if not change else f"{change['percent']:+.1f}%"
-
-
-def compare_text(result: dict[str, Any]) -> Text:
-    """Two runs side by side: per point, each figure of A, of B, and the change."""
-    a, b = result["a"], result["b"]
-    text = Text()
-    for tag, run in (("A", a), ("B", b)):
-        text.append(f"{tag}: run {run['id']} ", style="bold")
-        text.append(f"{run['method']} on {run['host']}, {when(run.get('started_at'))}, "
-                    f"flags {run['flags_hash']}\n")  # fmt: skip
-    flags = result["flags"]
-    moved = [f"{k}: {a} -> {b}" for k, (a, b) in flags["changed"].items()]
-    moved += [f"{k}: (unset) -> {v}" for k, v in flags["added"].items()]
-    moved += [f"{k}: {v} -> (unset)" for k, v in flags["removed"].items()]
-    if moved:
-        text.append("flags changed: ", style="bold")
-        text.append(", ".join(moved) + "\n")
-    else:
-        text.append("same flags\n")
-    header = (
-        f"{'text':<8}{'ctx':>6} | {'tok/s A':>8}{'B':>8}{'chg':>8} | "
-        f"{'commit A':>9}{'B':>6}{'chg':>8} | {'step ms A':>10}{'B':>7}{'chg':>8}\n"
-    )
-    text.append(header, style="bold")
-    for p in result["points"]:
-        pa, pb, ch = p["a"], p["b"], p["change"]
-        text.append(
-            f"{p['text_type']:<8}{p['context_tokens']:>6} | "
-            f"{_n(pa['decode_tok_s'], '.1f'):>8}{_n(pb['decode_tok_s'], '.1f'):>8}"
-            f"{_pct(ch['decode_tok_s']):>8} | "
-            f"{_n(pa['commit_len'], '.2f'):>9}{_n(pb['commit_len'], '.2f'):>6}"
-            f"{_pct(ch['commit_len']):>8} | "
-            f"{_n(pa['step_time_s'], '.2f', 1000):>10}{_n(pb['step_time_s'], '.2f', 1000):>7}"
-            f"{_pct(ch['step_time_s']):>8}\n"
-        )
-    if not result["points"]:
-        text.append("(no point was measured by both runs)\n")
-    for tag in ("only_a", "only_b"):
-        if result[tag]:
-            pts = ", ".join(f"{p['text_type']}@{p['context_tokens']}" for p in result[tag])
-            text.append(f"only in {tag[-1].upper()}: {pts}\n", style="dim")
-    return text
+def compare_text(result: RunComparison) -> Text:
+    """Two runs side by side: the same text `specconsole history compare` prints."""
+    return Text("\n".join(comparison_lines(result)))
 
 
 def run_text(run: StoredRun) -> Text:
@@ -113,8 +68,8 @@ def run_text(run: StoredRun) -> Text:
         for p in points:
             text.append(
                 f"{p.text_type:<10}{p.context:>6}{p.max_tokens:>6}{p.n:>3}  "
-                f"{fmt_spread(p.tok_s):<20}{fmt_spread(p.commit, '.2f'):<18}"
-                f"{fmt_spread(p.step_s, '.2f', 1000)}\n"
+                f"{fmt.spread(p.tok_s, fmt.TOK_S):<20}{fmt.spread(p.commit, fmt.COMMIT):<18}"
+                f"{fmt.spread(p.step_s, fmt.STEP_MS)}\n"
             )
     elif run.live:
         text.append(f"{len(run.live)} live samples\n")

@@ -26,6 +26,7 @@ from textual.widgets import (
 from console.errors import ConsoleError
 from console.measure import methods
 from console.measure.methods import MethodResult
+from console.measure.numbers import parse_count as positive_int
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
 from console.tui import keys
@@ -55,16 +56,6 @@ def result_row(s: RequestSample) -> tuple[str, ...]:
         _f(ttft, ".0f", 1000), _f(s.decode_tok_s, ".1f"), _f(s.commit_len, ".2f"),
         _f(s.step_time_s, ".2f", 1000), s.finish_reason, how,
     )  # fmt: skip
-
-
-def positive_int(text: str, what: str) -> int:
-    try:
-        value = int(text.strip().lower().replace("k", "000"))
-    except ValueError:
-        raise ConsoleError(f"{what} must be a whole number, not {text!r}.") from None
-    if value < 1:
-        raise ConsoleError(f"{what} must be at least 1, not {value}.")
-    return value
 
 
 class PromptLabScreen(ViewScreen):

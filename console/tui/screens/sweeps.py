@@ -11,7 +11,6 @@ or taken from the live series' last minute.
 
 from __future__ import annotations
 
-import statistics
 import time
 
 from rich.text import Text
@@ -21,24 +20,18 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
+from console.measure import format as fmt
 from console.measure import methods
-from console.measure.decompose import FitError, ThroughputModel, explain, fit
+from console.measure.decompose import FitError, ThroughputModel, Verdict, explain, fit
+from console.measure.live_window import LiveWindow, closest_type, explain_live, live_window
 from console.measure.methods import MethodResult
+from console.measure.numbers import parse_count as positive_int
+from console.measure.numbers import parse_counts as int_list
 from console.measure.stats import PointSummary, Spread
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
-from console.tui.screens.prompt_lab import positive_int
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.form import field
-
-LIVE_WINDOW_S = 60.0
-
-
-def int_list(text: str, what: str) -> list[int]:
-    values = [positive_int(v, what) for v in text.split(",") if v.strip()]
-    if not values:
-        raise ConsoleError(f"{what} needs at least one number (e.g. 256,1024).")
-    return values
 
 
 def type_list(text: str) -> list[str]:
@@ -59,24 +52,11 @@ def point_series(points: list[PointSummary], x_of, y_of) -> list[ChartSeries]:
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
-    s = model.step
     text = Text()
     text.append(f"model from {source}\n", style="bold")
-    text.append(
-        f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
-        f"context ({'fits' if model.step_fits else 'fits badly'}: worst point "
-        f"{s.max_rel_residual:.0%} off the line)\n"
-    )
-    for kind, curve in model.commit.items():
-        pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)
-        text.append(f"commit on {kind}: {pts}\n")
-    for note in model.notes:
-        text.append(f"note: {note}\n", style="italic")
+    for line in model.describe():
+        text.append(line + "\n", style="italic" if line.startswith("note: ") else "")
     return text
-
-
-def fmt_spread(value: Spread | None, spec: str = ".1f", scale: float = 1.0) -> str:
-    return value.text("{:" + spec + "}", scale) if value else "-"
 
 
 class SweepsScreen(ViewScreen):
@@ -118,8 +98,7 @@ class SweepsScreen(ViewScreen):
     def on_mount(self) -> None:
         self.model: ThroughputModel | None = None
         self.model_source = ""
-        self._live_commit: float | None = None
-        self._live_step: float | None = None
+        self._live: LiveWindow | None = None  # the live figures ctrl+l took, until retyped
         self.query_one("#sweep-form").border_title = "sweep"
         self.query_one(
             "#verdict-panel"
@@ -247,8 +226,8 @@ class SweepsScreen(ViewScreen):
         table.clear()
         for p in points:
             table.add_row(
-                p.text_type, str(int(x_of(p))), str(p.n), fmt_spread(p.tok_s),
-                fmt_spread(p.commit, ".2f"), fmt_spread(p.step_s, ".2f", 1000),
+                p.text_type, str(int(x_of(p))), str(p.n), fmt.spread(p.tok_s, fmt.TOK_S),
+                fmt.spread(p.commit, fmt.COMMIT), fmt.spread(p.step_s, fmt.STEP_MS),
             )  # fmt: skip
 
     # -- verdict --------------------------------------------------------------------
@@ -269,21 +248,7 @@ class SweepsScreen(ViewScreen):
             self.notify("No model yet: run a context sweep first (ctrl+r).", severity="warning")
             return
         try:
-            observed = self._number("#v-observed", "observed tok/s")
-            context = self._number("#v-context", "context it was observed at")
-            text_type = self.query_one("#v-text", Input).value.strip() or next(
-                iter(self.model.commit)
-            )
-            baseline = self._number("#v-baseline", "baseline tok/s", required=False)
-            b_context = self._number("#v-baseline-context", "baseline context", required=False)
-            if text_type not in self.model.commit:
-                known = ", ".join(self.model.commit)
-                raise ConsoleError(f"The sweep has no {text_type!r} text; it measured {known}.")
-            verdict = explain(
-                self.model, observed=observed, context=context, text_type=text_type,
-                baseline=baseline, baseline_context=b_context,
-                observed_commit=self._live_commit, observed_step=self._live_step,
-            )  # fmt: skip
+            verdict = self._verdict(self.model)
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -294,31 +259,53 @@ class SweepsScreen(ViewScreen):
         text.append(f"(model from {self.model_source})", style="dim")
         self.query_one("#verdict", Static).update(text)
 
+    def _verdict(self, model: ThroughputModel) -> Verdict:
+        typed_text = self.query_one("#v-text", Input).value.strip()
+        if typed_text and typed_text not in model.commit:
+            known = ", ".join(model.commit)
+            raise ConsoleError(f"The sweep has no {typed_text!r} text; it measured {known}.")
+        baseline = self._number("#v-baseline", "baseline tok/s", required=False)
+        b_context = self._number("#v-baseline-context", "baseline context", required=False)
+        if self._live is not None:
+            # The live window's own figures, as `specconsole diagnose` explains them.
+            return explain_live(
+                model, self._live, text_type=typed_text or None,
+                baseline=baseline, baseline_context=b_context,
+            ).verdict  # fmt: skip
+        return explain(
+            model,
+            observed=self._number("#v-observed", "observed tok/s"),
+            context=self._number("#v-context", "context it was observed at"),
+            text_type=typed_text or next(iter(model.commit)),
+            baseline=baseline,
+            baseline_context=b_context,
+        )
+
     def action_use_live(self) -> None:
-        """Observed figures from the live series' last minute (medians)."""
-        samples = self.app.live_samples
-        if not samples:
+        """Observed figures from the live series' last minute (`measure.live_window`)."""
+        if not self.app.live_samples:
             self.notify("No live samples yet: the dashboard's series has seen no decoding.")
             return
-        newest = max(s.t for s in samples)
-        usable = [s for s in samples if s.t >= newest - LIVE_WINDOW_S and s.tok_s
-                  and s.commit_len and s.step_time_s]  # fmt: skip
-        if not usable:
+        window = live_window(self.app.live_samples, now=time.time())
+        if window is None:
             self.notify("No live samples with figures in the last minute.", severity="warning")
             return
-        tok = statistics.median(s.tok_s for s in usable)
-        contexts = [s.context_tokens for s in usable if s.context_tokens]
         observed, at = self.query_one("#v-observed", Input), self.query_one("#v-context", Input)
         with observed.prevent(Input.Changed), at.prevent(Input.Changed):
-            observed.value = f"{tok:.1f}"
-            if contexts:
-                at.value = str(int(statistics.median(contexts)))
-        self._live_commit = statistics.median(s.commit_len for s in usable)
-        self._live_step = statistics.median(s.step_time_s for s in usable)
-        age = time.time() - newest
-        self.notify(f"Observed from {len(usable)} live samples (newest {age:.0f} s old).")
+            observed.value = fmt.tok_s(window.tok_s)
+            at.value = f"{window.context:.0f}"
+        self._live = window
+        resembles = ""
+        if self.model is not None:
+            resembles = (
+                f"; text resembles {closest_type(self.model, window.commit, window.context)}"
+            )
+        self.notify(
+            f"Observed from {window.n} live samples "
+            f"(newest {fmt.age(time.time() - window.newest)}){resembles}."
+        )
 
     @on(Input.Changed, "#v-observed, #v-context")
     def _typed_observed(self) -> None:
         # A typed figure is not the live one: its commit and step no longer apply.
-        self._live_commit = self._live_step = None
+        self._live = None
