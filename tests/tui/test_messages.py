@@ -159,6 +159,10 @@ async def test_a_sweep_gets_its_progress_and_result_or_its_refusal(monkeypatch) 
         await pilot.press("ctrl+r")
         await _until(pilot, lambda: not screen.query_one("#sweep-progress").display)
         assert any("busy: context sweep" in n.message for n in app._notifications)
+        # The answer reaches the screen that asked even when another view is showing.
+        await pilot.press("d")
         release.set()  # SweepRan
         await _until(pilot, lambda: screen.model is not None and not app.running)
+        await pilot.press("w")
+        assert app.screen is screen
         assert "stored as run 7" in str(screen.query_one("#sweep-note").render())
