@@ -67,6 +67,18 @@ def test_no_screen_or_widget_imports_the_app() -> None:
     assert not offenders, f"screens and widgets post messages instead: {offenders}"
 
 
+async def test_the_app_provides_every_part_of_the_session_state() -> None:
+    from console.tui.state import SessionState
+
+    names = set(SessionState.__annotations__) | {
+        n for n in vars(SessionState) if not n.startswith("_")
+    }
+    app = _app(fakes.FakeService())
+    async with app.run_test(size=(120, 40)):
+        missing = sorted(n for n in names if not hasattr(app, n))
+    assert not missing, f"SpecConsoleApp lacks {missing}"
+
+
 class Applying(fakes.FakeService):
     """Plans and applies flags as the real service would, recording what it was given."""
 
