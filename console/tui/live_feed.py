@@ -1,20 +1,32 @@
-"""Feeds the dashboard from the live series (`console.measure.live.LiveSeries`).
+"""Feeds the dashboard from the live series (`console.measure.live.LiveSeries`) and
+from the session's measured requests.
 
 The series follows the engine log and scrapes /metrics on its own; here its samples are
-collected and handed to the app in batches (at most a few times a second), so a burst
-of log lines costs one chart update, not one per line.
+collected and handed over in batches (at most a few times a second), so a burst of log
+lines costs one chart update, not one per line. `LiveFeed` keeps the samples and the
+requests the dashboard shows, and the session's one `MeasureSession` and run store, so
+that every measured request reaches the table and the charts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from console.measure.records import LiveSample
+from console.measure.records import LiveSample, RequestSample
+from console.measure.session import MeasureSession
 from console.service import EngineService
+from console.store import RunStore
+from console.tui.actions import one_line
+
+if TYPE_CHECKING:
+    from console.tui.app import SpecConsoleApp
 
 BATCH_S = 0.5
+LIVE_KEEP = 2000  # live samples kept for the charts
+REQUESTS_KEEP = 50  # requests kept for the table
 
 
 async def feed_live(
@@ -46,3 +58,80 @@ async def feed_live(
         runner.cancel()
         with contextlib.suppress(BaseException):
             await runner
+
+
+class LiveFeed:
+    """The live samples and measured requests of the session, and where they come from.
+
+    Each change bumps the app's `live_version`, which the dashboard watches."""
+
+    def __init__(self, app: SpecConsoleApp) -> None:
+        self.app = app
+        self.live_series: Any = None  # the LiveSeries feeding the dashboard, once running
+        self.live_samples: list[LiveSample] = []
+        self.requests: list[RequestSample] = []
+        self._measure: MeasureSession | None = None
+        self._store: RunStore | None = None
+
+    def start(self) -> None:
+        self.app.run_worker(
+            self._run_live(),
+            group="live",
+            exclusive=True,
+            exit_on_error=False,
+            description="live series",
+        )
+
+    async def _run_live(self) -> None:
+        service = self.app.session_service()
+        while True:
+            try:
+                await feed_live(service, self.ingest_live, self._set_live_series)
+            except ImportError:
+                return  # no live series in this installation: the charts stay empty
+            except Exception as exc:
+                self.app.log.warning(f"live series stopped: {one_line(exc)}; restarting")
+            await asyncio.sleep(5.0)
+
+    def _set_live_series(self, series: object) -> None:
+        self.live_series = series
+        if self._measure is not None:
+            self._measure.live = series  # type: ignore[assignment]
+
+    def ingest_live(
+        self, samples: Sequence[LiveSample] = (), requests: Sequence[RequestSample] = ()
+    ) -> None:
+        """Add live samples and measured requests (from the live series or a test)."""
+        if samples:
+            self.live_samples = (self.live_samples + list(samples))[-LIVE_KEEP:]
+        if requests:
+            self.requests = (self.requests + list(requests))[-REQUESTS_KEEP:]
+        self.app.live_version += 1
+
+    def measure_session(self) -> MeasureSession:
+        """The session's one measurement session: runs go to the history store, every
+        measured request to the dashboard's table and the live series."""
+        if self._measure is None:
+            self._measure = MeasureSession(
+                self.app.session_service(),
+                store=self.run_store(),
+                live=self.live_series,
+                on_sample=self._measured,
+                on_note=lambda text: self.app.notify(text, severity="warning"),
+            )
+        return self._measure
+
+    def run_store(self) -> RunStore:
+        if self._store is None:
+            self._store = RunStore.default()
+        return self._store
+
+    def _measured(self, sample: RequestSample) -> None:
+        # The session itself hands the sample to the live series (its `live`), which
+        # brings it to the charts; here it only joins the requests table.
+        self.ingest_live(requests=[sample])
+
+    def close(self) -> None:
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                self._store.close()

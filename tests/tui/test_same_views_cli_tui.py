@@ -27,7 +27,7 @@ from console.service.engine_service import EngineService
 from console.service.flag_view import read_flag_view
 from console.service.launch import LaunchConfig
 from console.transport import LocalTransport
-from console.tui.app import SpecConsoleApp
+from console.tui.actions import EngineActions
 from console.tui.widgets.status_bar import state_text
 from tests.tui import fakes
 
@@ -115,10 +115,10 @@ async def test_flags_json_has_the_engines_effective_values(lab, capsys) -> None:
 
 
 async def test_rollback_shows_the_diff_the_tui_confirms(lab, capsys) -> None:
-    tui = SimpleNamespace(session_service=lambda: lab.service, host="lab")
+    tui = SimpleNamespace(app=SimpleNamespace(session_service=lambda: lab.service, host="lab"))
     good = LaunchConfig(engine="builtin", flags={"context-length": 1024}, argv=["x"])
     await _write(lab.service, fakes.CONFIG, good)
-    confirm_text = await SpecConsoleApp._rollback_diff(tui)  # type: ignore[arg-type]
+    confirm_text = await EngineActions._rollback_diff(tui)  # type: ignore[arg-type]
     assert "+--context-length 1024" in confirm_text
 
     assert await cli.cmd_rollback(cli.build_parser().parse_args(["rollback", "lab"])) == 0
@@ -128,10 +128,10 @@ async def test_rollback_shows_the_diff_the_tui_confirms(lab, capsys) -> None:
 
 def test_no_last_good_is_one_sentence_in_both(lab, capsys) -> None:
     # Sync: the CLI's `main` runs its own event loop, as from a shell.
-    tui = SimpleNamespace(session_service=lambda: lab.service, host="lab")
+    tui = SimpleNamespace(app=SimpleNamespace(session_service=lambda: lab.service, host="lab"))
     asyncio.run(_write(lab.service, fakes.CONFIG))
     with pytest.raises(ConfigError) as refused:
-        asyncio.run(SpecConsoleApp._rollback_diff(tui))  # type: ignore[arg-type]
+        asyncio.run(EngineActions._rollback_diff(tui))  # type: ignore[arg-type]
     assert cli.main(["rollback", "lab"]) == cli.EXIT_ERROR
     assert capsys.readouterr().err == f"specconsole: {refused.value}\n"
     assert str(refused.value).startswith("There is no last-good config for lab yet")

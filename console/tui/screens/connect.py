@@ -1,7 +1,8 @@
 """Before a host is open: pick a profile or ssh-config host, or type a destination.
 
 Also where a refused connection stays visible (a changed host key, an unreachable host),
-so the reason is on screen and not only in a notification that fades.
+so the reason is on screen and not only in a notification that fades. A pick is posted
+to the app as `ConnectTo`; the app answers through `show_message` and `show_picker`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.commands.ui import connect_targets
+from console.tui.messages import ConnectTo, send
+from console.tui.state import session_of
 
 
 class ConnectScreen(Screen):
@@ -33,12 +36,12 @@ class ConnectScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        app = self.app
+        session = session_of(self)
         self._mounted = True
         if self._message:
             self.show_message(self._message)
-        if app.host and not app.connect_problem and not self._want_picker:
-            self.show_message(self._message or f"Connecting to {app.host}…")
+        if session.host and not session.connect_problem and not self._want_picker:
+            self.show_message(self._message or f"Connecting to {session.host}…")
             self.query_one("#picker").display = False
             self.query_one("#picker-label").display = False
             self.query_one("#typed").display = False
@@ -69,8 +72,8 @@ class ConnectScreen(Screen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.app.connect(event.option.id)
+            send(self, ConnectTo(event.option.id))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.value.strip():
-            self.app.connect(event.value.strip())
+            send(self, ConnectTo(event.value.strip()))

@@ -18,6 +18,7 @@ from console.measure.records import LiveSample, RequestSample
 from console.service.flag_view import read_flag_view
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
+from console.tui.state import watch_state
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.status_bar import state_text
 
@@ -94,7 +95,7 @@ class DashboardScreen(ViewScreen):
                 yield Static("", id="state-hint")
             with Vertical(id="dash-flags", classes="panel"):
                 yield DataTable(id="flags-table", show_cursor=False)
-        hz = self.app.settings.chart_hz
+        hz = self.session.settings.chart_hz
         with Horizontal(id="dash-charts"):
             yield Chart("decode tok/s", x_label="s before the latest sample", hz=hz, id="chart-tok")
             yield Chart(
@@ -118,48 +119,50 @@ class DashboardScreen(ViewScreen):
         for label, width in REQUEST_COLUMNS:
             requests.add_column(label, width=width)
         for name in ("status", "lifecycle", "running"):
-            self.watch(self.app, name, lambda _=None: self._show_state(), init=False)
-        self.watch(self.app, "server_info", lambda _=None: self._load_flags(), init=False)
-        self.watch(self.app, "live_version", lambda _=None: self._show_live(), init=False)
+            watch_state(self, name, lambda _=None: self._show_state())
+        watch_state(self, "server_info", lambda _=None: self._load_flags())
+        watch_state(self, "live_version", lambda _=None: self._show_live())
         self._show_state()
         self._show_live()
         self._load_flags()
 
     def _show_state(self) -> None:
-        app = self.app
-        state, detail = state_text(app)
+        session = self.session
+        state, detail = state_text(session)
         line = Text(state.upper(), style="bold")
         if detail:
             line.append(f"  {detail}")
-        event = app.lifecycle
-        message = event.message if event is not None and app.running else ""
-        if not message and app.status is not None:
-            message = app.status.message
+        event = session.lifecycle
+        message = event.message if event is not None and session.running else ""
+        if not message and session.status is not None:
+            message = session.status.message
         if message:
             line.append(f"\n{message}")
         self.query_one("#state-line", Static).update(line)
         progress = self.query_one("#load-progress", ProgressBar)
         percent = event.percent if event is not None and state == "loading" else None
-        if percent is None and app.status is not None and state == "loading":
-            percent = app.status.percent
+        if percent is None and session.status is not None and state == "loading":
+            percent = session.status.percent
         progress.display = state in ("starting", "loading")
         progress.update(progress=percent or 0)
-        start_key = keys.display_keys(keys.BY_ID["start"], app.keymap)
+        start_key = keys.display_keys(keys.BY_ID["start"], session.keymap)
         hints = {
             "stopped": f"The engine is stopped. Press {start_key} to start it.",
             "failed": f"The engine failed. Press {start_key} to start it again, or s for "
             "the exit code, log lines and rollback.",
         }
-        self.query_one("#state-hint", Static).update("" if app.running else hints.get(state, ""))
+        self.query_one("#state-hint", Static).update(
+            "" if session.running else hints.get(state, "")
+        )
 
     @work(group="dash-flags", exclusive=True, exit_on_error=False)
     async def _load_flags(self) -> None:
-        service = self.app.service
+        service = self.session.service
         if service is None:
             return
         try:
             # The polled /get_server_info, not a new request: it changes with the engine.
-            view = await read_flag_view(service, info=self.app.server_info, ask_engine=False)
+            view = await read_flag_view(service, info=self.session.server_info, ask_engine=False)
         except Exception as exc:
             self.query_one("#flags-table", DataTable).clear()
             self.notify(f"Could not read the flags: {exc}", severity="error")
@@ -170,18 +173,19 @@ class DashboardScreen(ViewScreen):
             table.add_row(*key_flag.as_tuple())
 
     def _show_live(self) -> None:
-        caption = live_caption(self.app.live_samples)
+        caption = live_caption(self.session.live_samples)
         if caption != getattr(self, "_caption", None):
             self._caption = caption
             self.query_one("#live-caption", Static).update(caption)
-        lines = chart_series(self.app.live_samples)
+        lines = chart_series(self.session.live_samples)
         self.query_one("#chart-tok", Chart).set_series(lines["tok"])
         self.query_one("#chart-commit", Chart).set_series(lines["commit"])
         self.query_one("#chart-step", Chart).set_series(lines["step"])
         # Rebuild the requests table only when a request was added: a live sample arrives
         # every second or two, and a cleared DataTable forces a full layout refresh.
-        shown = self.app.requests[-20:]
-        key = (len(self.app.requests), id(shown[-1]) if shown else None)
+        requests = self.session.requests
+        shown = requests[-20:]
+        key = (len(requests), id(shown[-1]) if shown else None)
         if key == getattr(self, "_requests_key", None):
             return
         self._requests_key = key

@@ -6,7 +6,8 @@ curated notes); a value is checked by `service.plan(...)`, the same validation t
 sentence. Staged edits are applied together after the diff is confirmed: write, restart,
 follow to ready (`service.apply`), optionally with the same short baseline run before
 and after and the two lined up (`measure.baseline`, as `specconsole set --baseline`);
-`B` rolls back to the last-good flags.
+`B` rolls back to the last-good flags. The diff and the apply are requests to the app
+(`PlanFlags`, `ConfirmAndRun` + `ApplyFlags`), answered with `FlagsPlanned`/`FlagsApplied`.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from textual.widgets import Checkbox, DataTable, Input, Static
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
 from console.errors import ConsoleError
-from console.service.engine_service import FlagPlan
 from console.service.flag_view import FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
+from console.tui.actions import one_line
+from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
+from console.tui.state import watch_state
 
 CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
 
@@ -63,25 +66,25 @@ class FlagsScreen(ViewScreen):
         self.query_one("#flag-pending").border_title = "staged edits"
         self.query_one("#flag-table", DataTable).add_columns("flag", "value", "type", "default")
         self.view: FlagView | None = None
-        self.watch(self.app, "lifecycle", self._maybe_reload, init=False)
+        watch_state(self, "lifecycle", self._maybe_reload)
         # The engine's reported values arrive after it is ready; show them when they do.
-        self.watch(self.app, "server_info", lambda _=None: self._load(), init=False)
+        watch_state(self, "server_info", lambda _=None: self._load())
         self.query_one("#flag-table", DataTable).focus()
         self._load()
 
     # -- data ---------------------------------------------------------------------
 
     def _maybe_reload(self, event) -> None:
-        if event is not None and event.state in ("ready", "failed") and not self.app.running:
+        if event is not None and event.state in ("ready", "failed") and not self.session.running:
             self._load()
 
     @work(group="flags-load", exclusive=True, exit_on_error=False, description="flags")
     async def _load(self) -> None:
-        service = self.app.service
+        service = self.session.service
         if service is None:
             return
         try:
-            view = await read_flag_view(service, info=self.app.server_info, ask_engine=False)
+            view = await read_flag_view(service, info=self.session.server_info, ask_engine=False)
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -183,14 +186,12 @@ class FlagsScreen(ViewScreen):
         check = self.query_one("#flag-check", Static)
         box = self.query_one("#flag-value", Input)
         try:
-            plan = await self.app.service.plan(changes)
+            plan = await self.session.service.plan(changes)  # type: ignore[union-attr]
         except ConsoleError as exc:
             box.add_class("bad-value")
             check.update(Text(f"✗ {exc}", style=self.app.theme_variables.get("error", "red")))
             return
         except Exception as exc:
-            from console.tui.app import one_line
-
             check.update(Text(f"✗ {one_line(exc)}"))
             return
         box.remove_class("bad-value")
@@ -241,26 +242,22 @@ class FlagsScreen(ViewScreen):
         if not self.staged:
             self.notify("Nothing staged: select a flag, type a value and press Enter.")
             return
-        self.app.run_service_action(
-            "diff", lambda: self.app.service.plan(dict(self.staged)), self._review
-        )
+        self.request(PlanFlags(dict(self.staged)))
 
-    def _review(self, plan: FlagPlan) -> None:
+    def on_flags_planned(self, message: FlagsPlanned) -> None:
+        plan = message.plan
         if not plan.changed:
             self.notify("No change: the flags already have these values.")
             return
         baseline = self.query_one("#flag-baseline", Checkbox).value
-        question = f"Apply and restart {self.app.host}?"
+        question = f"Apply and restart {self.session.host}?"
         if baseline:
             question += " (with a baseline before and after)"
-        self.app.confirm(
-            question,
-            plan.diff,
-            lambda: self.app.apply_plan(plan, on_done=self._applied, baseline=baseline),
-            diff=True,
+        self.request(
+            ConfirmAndRun(question, plan.diff, ApplyFlags(plan, baseline=baseline), diff=True)
         )
 
-    def _applied(self, ok: bool) -> None:
-        if ok:
+    def on_flags_applied(self, message: FlagsApplied) -> None:
+        if message.ok:
             self.staged.clear()
         self._load()

@@ -105,7 +105,7 @@ class HistoryScreen(ViewScreen):
     @work(group="history-load", exclusive=True, exit_on_error=False, description="history")
     async def action_reload(self) -> None:
         try:
-            self.runs = await self.app.run_store().runs(limit=RUN_LIMIT)
+            self.runs = await self.session.run_store().runs(limit=RUN_LIMIT)
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -154,7 +154,7 @@ class HistoryScreen(ViewScreen):
     @work(group="history-detail", exclusive=True, exit_on_error=False)
     async def _show_run(self, run_id: int) -> None:
         try:
-            run = await self.app.run_store().run(run_id)
+            run = await self.session.run_store().run(run_id)
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -178,7 +178,7 @@ class HistoryScreen(ViewScreen):
         if len(self.marked) != 2:
             self.notify("Mark two runs with space first (the older one is A).")
             return
-        store = self.app.run_store()
+        store = self.session.run_store()
         try:
             a, b = sorted([await store.run(i) for i in self.marked], key=lambda r: r.id)
         except ConsoleError as exc:
@@ -193,7 +193,7 @@ class HistoryScreen(ViewScreen):
         if not ids:
             self.notify("No run to export: select or mark runs first.")
             return
-        store = self.app.run_store()
+        store = self.session.run_store()
         try:
             runs = [await store.run(i) for i in ids]
         except ConsoleError as exc:

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 
 from console.tui import keys
 from console.tui.settings import settings_path
+from console.tui.state import session_of
 
 
 class KeysScreen(ModalScreen[None]):
@@ -29,7 +30,7 @@ class KeysScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("Where", "Keys", "Does", "Id")
-        keymap = getattr(self.app, "keymap", {})
+        keymap = session_of(self).keymap
         for spec in keys.KEYS:
             where = "everywhere" if spec.scope == "app" else spec.scope
             table.add_row(where, keys.display_keys(spec, keymap), spec.description, spec.id)

@@ -25,6 +25,7 @@ from textual.widgets import Input, RichLog, Static
 from console.service import LifecycleEvent
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
+from console.tui.state import watch_state
 from console.tui.widgets.follow_log import FollowLog
 
 MARK = "────"
@@ -54,11 +55,11 @@ class LogsScreen(ViewScreen):
         yield FollowLog(id="log", markup=False, highlight=False, wrap=False, auto_scroll=True)
 
     def on_mount(self) -> None:
-        self.lines: deque[str] = deque(maxlen=self.app.settings.log_buffer)
+        self.lines: deque[str] = deque(maxlen=self.session.settings.log_buffer)
         self.include: re.Pattern[str] | None = None
         self.exclude: re.Pattern[str] | None = None
         self.paused = False
-        self.watch(self.app, "lifecycle", self._on_event, init=False)
+        watch_state(self, "lifecycle", self._on_event)
         self._update_state()
         self.query_one("#log", RichLog).focus()
         self._follow()
@@ -67,10 +68,10 @@ class LogsScreen(ViewScreen):
 
     @work(group="log-follow", exclusive=True, exit_on_error=False, description="log follow")
     async def _follow(self) -> None:
-        service = self.app.service
+        service = self.session.service
         if service is None:
             return
-        backlog = self.app.settings.log_backlog
+        backlog = self.session.settings.log_backlog
         while True:
             try:
                 async for line in service.logs(follow=True, lines=backlog):
@@ -168,7 +169,7 @@ class LogsScreen(ViewScreen):
 
     def action_save(self) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = Path.cwd() / f"specconsole-{self.app.host}-{stamp}.log"
+        path = Path.cwd() / f"specconsole-{self.session.host}-{stamp}.log"
         shown = [ln for ln in self.lines if visible(ln, self.include, self.exclude)]
         try:
             path.write_text("\n".join(shown) + ("\n" if shown else ""))

@@ -1,7 +1,8 @@
 """`p`: fire one test prompt and read every figure of it, with how it was measured.
 
 A prompt comes from the library (a text type, padded to an exact context in tokens) or
-is typed. The request is `methods.probe`, what `specconsole prompt` runs: temperature 0,
+is typed. The request (`RunPrompt`, run by the app) is `methods.probe`, what
+`specconsole prompt` runs: temperature 0,
 explicit max tokens, ignore_eos by default, streamed or not, stored as a run. Results
 show TTFT, decode tok/s, commit length and step time, each with its source, and the
 generated text.
@@ -24,12 +25,11 @@ from textual.widgets import (
 )
 
 from console.errors import ConsoleError
-from console.measure import methods
-from console.measure.methods import MethodResult
 from console.measure.numbers import parse_count as positive_int
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
 from console.tui import keys
+from console.tui.messages import ActionProgress, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.form import field
 
@@ -127,18 +127,15 @@ class PromptLabScreen(ViewScreen):
         bar = self.query_one("#lab-progress", ProgressBar)
         bar.display = True
         bar.update(total=request["repeat"], progress=0)
+        self.request(RunPrompt(request))
 
-        def tick(done: int, total: int) -> None:
-            bar.update(total=total, progress=done)
-
-        app = self.app
-        app.run_service_action(
-            "prompt",
-            lambda: methods.probe(app.measure_session(), tick=tick, **request),
-            self._show,
+    def on_action_progress(self, message: ActionProgress) -> None:
+        self.query_one("#lab-progress", ProgressBar).update(
+            total=message.total, progress=message.done
         )
 
-    def _show(self, result: MethodResult) -> None:
+    def on_prompt_ran(self, message: PromptRan) -> None:
+        result = message.result
         self.query_one("#lab-progress").display = False
         table = self.query_one("#lab-results", DataTable)
         for sample in result.samples:

@@ -1,8 +1,9 @@
 """`s`: start, stop, restart and roll back, and follow each to ready or failure.
 
 A failed start stays on screen with what an operator needs to act: the exit code, the
-last log lines the engine printed, and rollback one key away. Every button calls the same
-`EngineService` method the CLI's start/stop/restart/rollback commands call.
+last log lines the engine printed, and rollback one key away. Every button asks the app
+(`RunAction`) for what its key does, which calls the same `EngineService` method the
+CLI's start/stop/restart/rollback commands call.
 """
 
 from __future__ import annotations
@@ -15,8 +16,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, RichLog, Static
 
 from console.service import LifecycleEvent
+from console.tui.messages import EngineActionName, RunAction
 from console.tui.screens.base import ViewScreen
+from console.tui.state import watch_state
 from console.tui.widgets.status_bar import state_text
+
+BUTTON_ACTIONS: dict[str, EngineActionName] = {
+    "svc-start": "start",
+    "svc-restart": "restart",
+    "svc-stop": "stop",
+    "svc-rollback": "rollback",
+}
 
 
 def _clock(at: float) -> str:
@@ -43,8 +53,8 @@ class ServiceScreen(ViewScreen):
         self.query_one("#svc-failure").border_title = "failed start"
         self._failure_shown: tuple | None = None
         for name in ("status", "running"):
-            self.watch(self.app, name, lambda _=None: self._show(), init=False)
-        self.watch(self.app, "lifecycle", self._on_event, init=False)
+            watch_state(self, name, lambda _=None: self._show())
+        watch_state(self, "lifecycle", self._on_event)
         self._show()
 
     def _on_event(self, event: LifecycleEvent | None) -> None:
@@ -53,12 +63,12 @@ class ServiceScreen(ViewScreen):
         self._show()
 
     def _failure(self) -> tuple[int | None, str, tuple[str, ...]] | None:
-        app = self.app
-        event, status = app.lifecycle, app.status
+        session = self.session
+        event, status = session.lifecycle, session.status
         if (
             event is not None
             and event.state == "failed"
-            and (status is None or status.state == "failed" or app.running)
+            and (status is None or status.state == "failed" or session.running)
         ):
             return event.exit_code, event.message, event.log_tail
         if status is not None and status.state == "failed":
@@ -66,11 +76,11 @@ class ServiceScreen(ViewScreen):
         return None
 
     def _show(self) -> None:
-        app = self.app
-        state, detail = state_text(app)
-        status = app.status
+        session = self.session
+        state, detail = state_text(session)
+        status = session.status
         info = Text()
-        info.append(f"{app.host}", style="bold")
+        info.append(f"{session.host}", style="bold")
         info.append(f"   {state}{' ' + detail if detail else ''}\n")
         if status is not None:
             info.append(f"engine {status.engine}, {status.supervisor} supervisor")
@@ -81,7 +91,7 @@ class ServiceScreen(ViewScreen):
             if status.config is not None:
                 info.append("launch: " + " ".join(status.config.argv[-12:]), style="dim")
         self.query_one("#svc-info", Static).update(info)
-        running = bool(app.running)
+        running = bool(session.running)
         ready_or_up = state in ("ready", "starting", "loading")
         self.query_one("#svc-start", Button).disabled = running or ready_or_up
         self.query_one("#svc-stop", Button).disabled = running or state == "stopped"
@@ -104,11 +114,6 @@ class ServiceScreen(ViewScreen):
                 log.write(line)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        action = {
-            "svc-start": self.app.action_start,
-            "svc-restart": self.app.action_restart,
-            "svc-stop": self.app.action_stop,
-            "svc-rollback": self.app.action_rollback,
-        }.get(event.button.id or "")
+        action = BUTTON_ACTIONS.get(event.button.id or "")
         if action is not None:
-            action()
+            self.request(RunAction(action))

@@ -1,12 +1,13 @@
 """`w`: sweeps and the verdict — is this throughput physics or a bug?
 
 A context sweep (fixed output, exact prompt lengths) or an output sweep (fixed prompt,
-several output lengths) runs `methods.context_sweep` / `methods.output_sweep`, the same
-calls as `specconsole sweep`, with progress and cancel (C). The charts put tok/s and
-step time against context and commit length per text type; the fitted model
-(`decompose.fit`) then explains an observed figure (`decompose.explain`) with its
-arithmetic written out, optionally against a baseline. The observed figure can be typed
-or taken from the live series' last minute.
+several output lengths) is a `RunSweep` request the app runs with
+`methods.context_sweep` / `methods.output_sweep`, the same calls as `specconsole sweep`,
+with progress and cancel (C). The charts put tok/s and step time against context and
+commit length per text type; the fitted model (`decompose.fit`) then explains an
+observed figure (`decompose.explain`) with its arithmetic written out, optionally
+against a baseline. The observed figure can be typed or taken from the live series'
+last minute.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
 from console.measure import format as fmt
-from console.measure import methods
 from console.measure.decompose import FitError, ThroughputModel, Verdict, explain, fit
 from console.measure.live_window import LiveWindow, closest_type, explain_live, live_window
-from console.measure.methods import MethodResult
 from console.measure.numbers import parse_count as positive_int
 from console.measure.numbers import parse_counts as int_list
 from console.measure.stats import PointSummary, Spread
 from console.tui import keys
+from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.form import field
@@ -76,7 +76,7 @@ class SweepsScreen(ViewScreen):
             yield ProgressBar(total=1, show_eta=False, id="sweep-progress")
             yield Static("ctrl+r runs the sweep; C cancels (samples taken are kept)",
                          id="sweep-note")  # fmt: skip
-        hz = self.app.settings.chart_hz
+        hz = self.session.settings.chart_hz
         with Horizontal(id="sweep-charts"):
             yield Chart("decode tok/s", x_label="context tokens", hz=hz, id="sweep-tok")
             yield Chart("step time (ms)", x_label="context tokens", hz=hz, id="sweep-step")
@@ -122,11 +122,11 @@ class SweepsScreen(ViewScreen):
 
     @work(group="sweep-model", exclusive=True, exit_on_error=False)
     async def _load_stored_model(self) -> None:
-        app = self.app
-        if app.service is None:
+        session = self.session
+        if session.service is None:
             return
         try:
-            run = await app.run_store().latest(app.service.profile.name, "context-sweep")
+            run = await session.run_store().latest(session.service.profile.name, "context-sweep")
         except Exception:
             return  # no history yet: the verdict waits for a sweep
         if run is None or self.model is not None:
@@ -173,28 +173,19 @@ class SweepsScreen(ViewScreen):
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        note = self.query_one("#sweep-note", Static)
-        note.update("warming up…")
+        self.query_one("#sweep-note", Static).update("warming up…")
+        self.request(RunSweep(kind, params))  # type: ignore[arg-type]
 
-        def tick(done: int, total: int) -> None:
-            bar.update(total=total, progress=done)
-            note.update(f"{done}/{total} requests")
+    def on_action_progress(self, message: ActionProgress) -> None:
+        bar = self.query_one("#sweep-progress", ProgressBar)
+        bar.update(total=message.total, progress=message.done)
+        self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
 
-        app = self.app
-        run = methods.context_sweep if kind == "context" else methods.output_sweep
+    def on_action_refused(self, _message: ActionRefused) -> None:
+        self.query_one("#sweep-progress").display = False
 
-        def done(result: MethodResult) -> None:
-            self._finished(kind, result)
-
-        worker = app.run_service_action(
-            f"{kind} sweep",
-            lambda: run(app.measure_session(), tick=tick, **params),
-            done,
-        )
-        if worker is None:
-            bar.display = False
-
-    def _finished(self, kind: str, result: MethodResult) -> None:
+    def on_sweep_ran(self, message: SweepRan) -> None:
+        kind, result = message.kind, message.result
         self.query_one("#sweep-progress").display = False
         stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
         self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
@@ -283,10 +274,11 @@ class SweepsScreen(ViewScreen):
 
     def action_use_live(self) -> None:
         """Observed figures from the live series' last minute (`measure.live_window`)."""
-        if not self.app.live_samples:
+        samples = self.session.live_samples
+        if not samples:
             self.notify("No live samples yet: the dashboard's series has seen no decoding.")
             return
-        window = live_window(self.app.live_samples, now=time.time())
+        window = live_window(samples, now=time.time())
         if window is None:
             self.notify("No live samples with figures in the last minute.", severity="warning")
             return

@@ -1,7 +1,8 @@
 """The line at the top of every view: host, engine, state, the running action, the link.
 
-It watches the app's shared state, so every screen shows the same truth without asking
-for it; a down link becomes a banner here while the rest of the UI keeps working.
+It watches the session state (`console.tui.state`), so every screen shows the same
+truth without asking for it; a down link becomes a banner here while the rest of the UI
+keeps working.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from textual.containers import Horizontal
 from textual.widgets import LoadingIndicator, Static
 
 from console.service.state_text import service_state
+from console.tui.state import session_of, watch_state
 
 STATE_COLOR = {"ready": "success", "failed": "error", "stopped": "warning", "stopping": "warning"}
 
@@ -37,32 +39,32 @@ class StatusBar(Horizontal):
 
     def on_mount(self) -> None:
         for name in ("status", "lifecycle", "running", "link_down"):
-            self.watch(self.app, name, lambda _=None: self.update_view(), init=False)
+            watch_state(self, name, lambda _=None: self.update_view())
         self.update_view()
 
     def update_view(self) -> None:
-        app = self.app
-        service = getattr(app, "service", None)
-        state, detail = state_text(app)
+        session = session_of(self)
+        service = session.service
+        state, detail = state_text(session)
         text = Text()
-        text.append(f"{app.host or '-'}", style="bold")
+        text.append(f"{session.host or '-'}", style="bold")
         if service is not None:
             text.append(f"  {service.profile.engine}")
         text.append("  ")
         # Rich styles cannot read CSS variables: colour by the theme's own values.
-        colors = app.theme_variables
+        colors = self.app.theme_variables
         text.append(state, style=f"bold {colors.get(STATE_COLOR.get(state, 'primary'), '')}")
         if detail:
             text.append(f" {detail}")
-        status = app.status
+        status = session.status
         if status is not None and status.pid:
             text.append(f"  pid {status.pid}")
         if status is not None and status.port:
             text.append(f"  port {status.port}")
-        if app.link_down:
-            text.append(f"  ⚠ {app.link_down}", style=f"bold {colors.get('error', '')}".strip())
+        if session.link_down:
+            text.append(f"  ⚠ {session.link_down}", style=f"bold {colors.get('error', '')}".strip())
         self.query_one("#status-text", Static).update(text)
-        self.set_class(bool(app.running), "busy")
+        self.set_class(bool(session.running), "busy")
         self.query_one("#action", Static).update(
-            f"{app.running}… (C cancels)" if app.running else ""
+            f"{session.running}… (C cancels)" if session.running else ""
         )

@@ -1,0 +1,242 @@
+"""Running service actions: the one-action rule, cancel, progress and one-sentence errors.
+
+Every call that changes the engine (start, restart, stop, rollback, apply) or measures it
+runs through `ActionRunner.run_service_action`: in a worker, so the UI keeps answering;
+one at a time, as the service itself allows, so a second is refused with a sentence;
+named in the status bar while it runs (the app's `running`), cancellable with C; and any
+error becomes a one-sentence notification: a `ConsoleError` as it is, anything else as
+one line naming the type. No traceback reaches the screen.
+
+`EngineActions` holds what the engine-action keys do (and the flags screen's apply), so
+the key bindings, the service screen's buttons and the palette all share one body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import Worker
+
+from console.errors import ConfigError, ConsoleError
+from console.measure.baseline import BaselineApply, apply_with_baseline, comparison_lines
+from console.service import LifecycleEvent
+from console.service.engine_service import ApplyResult, FlagPlan
+from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
+from console.tui.screens.modals import ConfirmScreen, InfoScreen
+
+if TYPE_CHECKING:
+    from console.tui.app import SpecConsoleApp
+
+
+Tick = Callable[[int, int], None]  # (done, total) as a measurement method reports it
+
+
+def one_line(exc: BaseException) -> str:
+    """A user error as it is; a bug as one line that names it (never a traceback)."""
+    if isinstance(exc, ConsoleError):
+        return str(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"internal error ({type(exc).__name__}{': ' + text if text else ''})."
+
+
+class ActionRunner:
+    """The one running action of the session, and the rule that there is only one."""
+
+    def __init__(self, app: SpecConsoleApp) -> None:
+        self.app = app
+        self.worker: Worker | None = None
+
+    def run_service_action(
+        self,
+        what: str,
+        call: Callable[[], Awaitable[Any]],
+        on_result: Callable[[Any], None] | None = None,
+    ) -> Worker | None:
+        """Run one service call in a worker: progress shown, cancellable, errors as one
+        sentence. A second action while one runs is refused, as the service would."""
+        app = self.app
+        if app.service is None:
+            app.notify("Not connected to a host yet.", severity="warning")
+            return None
+        if app.running:
+            app.notify(f"busy: {app.running} is running; wait for it or cancel it (C).",
+                       severity="warning")  # fmt: skip
+            return None
+
+        async def body() -> None:
+            app.running = what
+            try:
+                result = await call()
+            except asyncio.CancelledError:
+                app.notify(f"{what} cancelled.", severity="warning")
+                raise
+            except Exception as exc:
+                app.notify(one_line(exc), severity="error", timeout=10)
+            else:
+                if on_result is not None:
+                    on_result(result)
+            finally:
+                app.running = ""
+                app.monitor.refresh_status_soon()
+
+        self.worker = app.run_worker(body(), group="action", exit_on_error=False, description=what)
+        return self.worker
+
+    def run_request(
+        self,
+        request: Request,
+        what: str,
+        call: Callable[[Tick], Awaitable[Any]],
+        reply: Callable[[Any], Answer],
+    ) -> None:
+        """Run a screen's request: progress ticks and the result (wrapped by `reply`) go
+        back to the screen, and so does a refusal, so it can reset its progress bar."""
+
+        def tick(done: int, total: int) -> None:
+            answer(request, ActionProgress(what, done, total))
+
+        worker = self.run_service_action(
+            what, lambda: call(tick), lambda result: answer(request, reply(result))
+        )
+        if worker is None:
+            answer(request, ActionRefused(what))
+
+    def cancel(self) -> None:
+        worker = self.worker
+        if worker is None or worker.is_finished:
+            self.app.notify("Nothing is running.")
+            return
+        worker.cancel()
+
+
+class EngineActions:
+    """Start, restart, stop, roll back and apply: each confirmed where it interrupts
+    serving, each run by the `ActionRunner`, each followed to ready or failure."""
+
+    def __init__(self, app: SpecConsoleApp, runner: ActionRunner) -> None:
+        self.app = app
+        self.runner = runner
+
+    @property
+    def _timeout(self) -> float:
+        return self.app.settings.ready_timeout_s
+
+    def start(self) -> None:
+        timeout = self._timeout
+        self.runner.run_service_action(
+            "start",
+            lambda: self.app.service.start(wait=True, timeout=timeout),  # type: ignore[union-attr]
+            self._settled,
+        )
+
+    def restart(self) -> None:
+        self.confirm(
+            f"Restart the engine on {self.app.host}?",
+            "It stops serving until it is ready again.",
+            lambda: self.runner.run_service_action(
+                "restart",
+                lambda: self.app.service.restart(wait=True, timeout=self._timeout),  # type: ignore[union-attr]
+                self._settled,
+            ),
+        )
+
+    def stop(self) -> None:
+        self.confirm(
+            f"Stop the engine on {self.app.host}?",
+            "Requests in flight are cut off.",
+            lambda: self.runner.run_service_action("stop", lambda: self.app.service.stop()),  # type: ignore[union-attr]
+        )
+
+    def rollback(self) -> None:
+        self.runner.run_service_action(
+            "rollback check", self._rollback_diff, self._confirm_rollback
+        )
+
+    async def _rollback_diff(self) -> str:
+        from console.service.rollback import plan_rollback
+
+        plan = await plan_rollback(self.app.session_service(), self.app.host)
+        if not plan.possible:
+            raise ConfigError(plan.text)
+        return plan.text
+
+    def _confirm_rollback(self, diff: str) -> None:
+        self.confirm(
+            f"Roll back {self.app.host} to the last-good flags?",
+            diff,
+            lambda: self.runner.run_service_action(
+                "rollback",
+                lambda: self.app.service.rollback(timeout=self._timeout),  # type: ignore[union-attr]
+                self._applied,
+            ),
+            diff=True,
+        )
+
+    def apply_plan(
+        self,
+        plan: FlagPlan,
+        on_done: Callable[[bool], None] | None = None,
+        *,
+        baseline: bool = False,
+    ) -> Worker | None:
+        """Write `plan`, restart and follow to ready, optionally between two baselines."""
+        app = self.app
+
+        def done(result: ApplyResult) -> None:
+            self._applied(result)
+            if on_done is not None:
+                on_done(result.ok)
+
+        timeout = self._timeout
+        if not baseline:
+            return self.runner.run_service_action(
+                "apply",
+                lambda: app.service.apply(plan, timeout=timeout),  # type: ignore[union-attr]
+                done,
+            )
+
+        def compared(outcome: BaselineApply) -> None:
+            done(outcome.result)
+            if outcome.rows:
+                app.push_screen(
+                    InfoScreen(
+                        "Baseline before and after", "\n".join(comparison_lines(outcome.rows))
+                    )
+                )
+
+        return self.runner.run_service_action(
+            "apply with baseline",
+            lambda: apply_with_baseline(
+                app.service,  # type: ignore[arg-type]
+                plan,
+                timeout=timeout,
+                store=app.run_store(),
+                on_note=lambda text: app.notify(text),
+            ),
+            compared,
+        )
+
+    def confirm(
+        self, question: str, detail: str, then: Callable[[], object], *, diff: bool = False
+    ) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.app.push_screen(ConfirmScreen(question, detail, diff=diff), done)
+
+    def _settled(self, event: LifecycleEvent) -> None:
+        app = self.app
+        app.lifecycle = event
+        app.server_info = None  # it described the process before this action
+        if event.state == "ready":
+            app.monitor.read_server_info()
+            app.notify(f"{app.host}: ready.")
+        elif event.state == "failed":
+            app.notify(f"The engine failed: {event.describe()}.", severity="error", timeout=10)
+            app.switch_mode("service")
+
+    def _applied(self, result: ApplyResult) -> None:
+        self._settled(result.event)

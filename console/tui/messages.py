@@ -1,0 +1,156 @@
+"""What screens and the app say to each other, as Textual messages.
+
+Screens never call the app: they post a request (connect, run an engine action, plan or
+apply flags, run a prompt or a sweep, confirm then run), which bubbles up to the app.
+The app runs it under the one-action rule and posts the answer back to the screen that
+asked (`origin`): progress, the result, or that it was refused. Shared state (service
+status, lifecycle, link, the running action) flows the other way as the app's
+reactives, read through `console.tui.state.SessionState`.
+
+Answers do not bubble: they are for the asking screen only, and an unhandled one must
+not reach the app as if it were a request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from textual.message import Message
+from textual.message_pump import MessagePump
+
+from console.measure.methods import MethodResult
+from console.service.engine_service import FlagPlan
+
+EngineActionName = Literal["start", "restart", "stop", "rollback"]
+
+
+class Request(Message):
+    """A screen asks the app for something; answers go to `origin` (set on posting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.origin: MessagePump | None = None
+
+
+# -- requests: screen -> app -------------------------------------------------------------
+
+
+class ConnectTo(Request):
+    """Open `host` (a profile, user@host or ssh-config alias)."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+
+
+class RunAction(Request):
+    """Start, restart, stop or roll back the engine, as its key binding does."""
+
+    def __init__(self, action: EngineActionName) -> None:
+        super().__init__()
+        self.action = action
+
+
+class PlanFlags(Request):
+    """Validate staged flag changes and diff them; answered with `FlagsPlanned`."""
+
+    def __init__(self, changes: dict[str, str | None]) -> None:
+        super().__init__()
+        self.changes = changes
+
+
+class ApplyFlags(Request):
+    """Write `plan`, restart and follow to ready; answered with `FlagsApplied`."""
+
+    def __init__(self, plan: FlagPlan, *, baseline: bool = False) -> None:
+        super().__init__()
+        self.plan = plan
+        self.baseline = baseline
+
+
+class RunPrompt(Request):
+    """One `methods.probe` call with these keyword arguments; answered with `PromptRan`."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__()
+        self.request = request
+
+
+class RunSweep(Request):
+    """A context or output sweep with these keyword arguments; answered with `SweepRan`."""
+
+    def __init__(self, kind: Literal["context", "output"], params: dict[str, Any]) -> None:
+        super().__init__()
+        self.kind = kind
+        self.params = params
+
+
+class ConfirmAndRun(Request):
+    """Ask `question` (with `detail`, shown as a diff when `diff`), then post `then`."""
+
+    def __init__(self, question: str, detail: str, then: Request, *, diff: bool = False) -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+        self.then = then
+        self.diff = diff
+
+
+# -- answers: app -> the asking screen ---------------------------------------------------
+
+
+class Answer(Message, bubble=False):
+    """The app's answer to one request, posted to the request's origin only."""
+
+
+class ActionProgress(Answer):
+    def __init__(self, what: str, done: int, total: int) -> None:
+        super().__init__()
+        self.what = what
+        self.done = done
+        self.total = total
+
+
+class ActionRefused(Answer):
+    """The request was not run (not connected, or another action is running)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+
+class FlagsPlanned(Answer):
+    def __init__(self, plan: FlagPlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+
+class FlagsApplied(Answer):
+    def __init__(self, ok: bool) -> None:
+        super().__init__()
+        self.ok = ok
+
+
+class PromptRan(Answer):
+    def __init__(self, result: MethodResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class SweepRan(Answer):
+    def __init__(self, kind: str, result: MethodResult) -> None:
+        super().__init__()
+        self.kind = kind
+        self.result = result
+
+
+def answer(request: Request, message: Answer) -> None:
+    """Post `message` to whoever asked (nowhere when the request came from the app)."""
+    if request.origin is not None:
+        request.origin.post_message(message)
+
+
+def send(node: MessagePump, request: Request) -> None:
+    """Post `request` from `node` up to the app; `node` receives the answers."""
+    request.origin = node
+    node.post_message(request)
