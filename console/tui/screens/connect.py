@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from console.commands.ui import connect_targets
+from console.hosts import connect_targets
 
 
 class ConnectScreen(Screen):
