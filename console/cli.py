@@ -34,12 +34,12 @@ from console.errors import ConfigError, ConsoleError
 from console.measure.baseline import apply_with_baseline, comparison_lines
 from console.service import EngineService, LifecycleEvent
 from console.service.flags import parse_assignments, unified_diff
+from console.settings import DEFAULT_SETTINGS
 from console.store import RunStore
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        service.clear_listeners()
         st = await service.status()
         if args.json:
             print(json.dumps(st.as_dict(), indent=2))
@@ -307,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def host_command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("host", help="host profile name (`local` is built in)")
+        p.add_argument(
+            "host", help="profile name (`local` is built in), user@host[:port] or ssh alias"
+        )
         p.add_argument(
             "--accept-new-host-key",
             action="store_true",
@@ -316,7 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def wait_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ready")
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=DEFAULT_SETTINGS.ready_timeout_s,
+            help="seconds to wait for ready",
+        )
 
     p = host_command("status", "Show the service state: stopped, starting, loading, ready, failed.")
     p.add_argument("--json", action="store_true")
@@ -332,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
 
     p = host_command("stop", "Stop the engine service (SIGTERM, then SIGKILL after --timeout).")
-    p.add_argument("--timeout", type=float, default=20.0)
+    p.add_argument("--timeout", type=float, default=DEFAULT_SETTINGS.stop_timeout_s)
     p.set_defaults(func=cmd_stop)
 
     p = host_command("flags", "Show the engine's flags (from its --help) and current values.")

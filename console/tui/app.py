@@ -33,7 +33,7 @@ from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan, ServiceStatus
 from console.store import RunStore
-from console.transport import HostKeyChanged, HostKeyInfo, Transport, open_transport
+from console.transport import HostKeyChanged, HostKeyInfo, Transport
 from console.tui import keys
 from console.tui.commands import ConsoleCommands
 from console.tui.screens.connect import ConnectScreen
@@ -67,8 +67,10 @@ def one_line(exc: BaseException) -> str:
 def default_connector(
     profile: HostProfile, confirm: Callable[[HostKeyInfo], Awaitable[bool]]
 ) -> tuple[EngineService, Transport]:
-    transport = open_transport(profile, confirm_host_key=confirm)
-    return EngineService(profile, transport), transport
+    # The session outlives any one block (it is closed on unmount), so the opened pair
+    # is taken as it is rather than entered.
+    opened = EngineService.open(profile, confirm_host_key=confirm)
+    return opened.service, opened.transport
 
 
 class SpecConsoleApp(App[int]):
@@ -160,7 +162,7 @@ class SpecConsoleApp(App[int]):
 
     def connect(self, host: str) -> None:
         """Resolve `host`, open its transport and read its state (host keys asked here)."""
-        from console.commands.ui import resolve_host
+        from console.hosts import resolve_host
 
         try:
             profile = resolve_host(host)
