@@ -14,8 +14,8 @@ import os
 import sys
 import textwrap
 
-from console import config as profiles
 from console.commands import history as history_commands
+from console.commands import hosts as hosts_commands
 from console.commands import live as live_commands
 from console.commands import measure as measure_commands
 from console.commands import ui as ui_commands
@@ -23,6 +23,7 @@ from console.commands import web as web_commands
 from console.commands.base import (
     EXIT_ERROR,
     EXIT_FAILED,
+    HostCommand,
     Parser,
     ask,
     err,
@@ -30,19 +31,19 @@ from console.commands.base import (
     print_failure,
     with_service,
 )
-from console.errors import ConfigError, ConsoleError, ServiceError
+from console.errors import ConsoleError, ServiceError
 from console.measure.baseline import apply_with_baseline, comparison_lines
 from console.service import EngineService, LifecycleEvent
 from console.service.flag_view import read_flag_view, value_text
 from console.service.flags import parse_assignments
 from console.service.rollback import plan_rollback
 from console.service.state_text import service_state
+from console.settings import DEFAULT_SETTINGS
 from console.store import RunStore
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        service.clear_listeners()
         st = await service.status()
         # The key flags as the dashboard shows them; the engine is asked only when ready,
         # and a schema that cannot be read must not stop `status` from answering.
@@ -234,103 +235,20 @@ async def cmd_logs(args: argparse.Namespace) -> int:
     return await with_service(args, body)
 
 
-# -- profiles ---------------------------------------------------------------------------
-
-
-async def cmd_hosts(args: argparse.Namespace) -> int:
-    action = args.hosts_action
-    if action == "list":
-        for name in profiles.list_profile_names():
-            p = profiles.load_profile(name)
-            where = p.ssh.destination if p.ssh else "this machine"
-            builtin = (
-                " (built in)"
-                if name == profiles.LOCAL and not (profiles.hosts_dir() / "local.toml").exists()
-                else ""
-            )
-            print(
-                f"{name}{builtin}: {p.engine} on {where}, "
-                f"{p.supervisor.kind} supervisor, port {p.port}"
-            )
-        return 0
-    if action == "show":
-        p = profiles.load_profile(args.name)
-        if args.json:
-            print(json.dumps(p.model_dump(mode="json"), indent=2))
-        else:
-            print(f"# {args.name}")
-            print(profiles.profile_to_toml(p) or "# (all defaults)")
-        return 0
-    if action == "remove":
-        path = profiles.remove_profile(args.name)
-        print(f"removed {args.name} ({path})")
-        return 0
-    if action == "add":
-        data: dict[str, object] = {"engine": args.engine}
-        if args.ssh:
-            ssh: dict[str, object] = {"destination": args.ssh}
-            if args.ssh_config:
-                ssh["config"] = [args.ssh_config]
-            if args.identity_file:
-                ssh["identity_file"] = [args.identity_file]
-            if args.known_hosts:
-                ssh["known_hosts"] = [args.known_hosts]
-            data["ssh"] = ssh
-        launch = {k: v for k, v in (("python", args.python), ("venv", args.venv)) if v}
-        if args.command:
-            launch["command"] = args.command
-        if args.env:
-            launch["env"] = dict(_split_pair(e, "--env") for e in args.env)
-        if launch:
-            data["launch"] = launch
-        supervisor = {"kind": args.supervisor}
-        if args.unit:
-            supervisor["unit"] = args.unit
-        if args.sudo:
-            supervisor["sudo"] = True
-        data["supervisor"] = supervisor
-        for key in ("port", "model_path", "draft_model_path", "state_dir"):
-            if getattr(args, key) is not None:
-                data[key] = getattr(args, key)
-        if args.flag:
-            data["flags"] = dict(_split_pair(f, "--flag") for f in args.flag)
-        profile = profiles.parse_profile(args.name, data, f"Host profile {args.name!r}")
-        path = profiles.save_profile(profile, overwrite=args.force)
-        print(f"added {args.name} ({path})")
-        return 0
-    raise AssertionError(action)
-
-
-def _split_pair(text: str, option: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"{option} {text!r} is not KEY=VALUE.")
-    return key, value
-
-
 # -- parser -----------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="specconsole",
-        description="Operator console for speculative-decoding inference services.",
+def wait_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_SETTINGS.ready_timeout_s,
+        help="seconds to wait for ready",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    def host_command(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("host", help="host profile name (`local` is built in)")
-        p.add_argument(
-            "--accept-new-host-key",
-            action="store_true",
-            help="trust an unknown SSH host key without asking (a changed key is still refused)",
-        )
-        return p
 
-    def wait_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ready")
-
+def _register_service_commands(host_command: HostCommand) -> None:
+    """status, start, restart, stop, flags, set, rollback, logs: the service itself."""
     p = host_command("status", "Show the service state: stopped, starting, loading, ready, failed.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
@@ -345,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
 
     p = host_command("stop", "Stop the engine service (SIGTERM, then SIGKILL after --timeout).")
-    p.add_argument("--timeout", type=float, default=20.0)
+    p.add_argument("--timeout", type=float, default=DEFAULT_SETTINGS.stop_timeout_s)
     p.set_defaults(func=cmd_stop)
 
     p = host_command("flags", "Show the engine's flags (from its --help) and current values.")
@@ -375,41 +293,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--lines", type=int, default=200, help="how many recent lines")
     p.set_defaults(func=cmd_logs)
 
-    hosts = sub.add_parser("hosts", help="Manage host profiles.")
-    hsub = hosts.add_subparsers(dest="hosts_action", required=True, parser_class=Parser)
-    hsub.add_parser("list", help="List host profiles.")
-    show = hsub.add_parser("show", help="Show one profile.")
-    show.add_argument("name")
-    show.add_argument("--json", action="store_true")
-    remove = hsub.add_parser("remove", help="Delete a profile.")
-    remove.add_argument("name")
-    add = hsub.add_parser("add", help="Add a host profile.")
-    add.add_argument("name")
-    add.add_argument(
-        "--ssh", metavar="DEST", help="ssh destination (alias, host, user@host[:port])"
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="specconsole",
+        description="Operator console for speculative-decoding inference services.",
     )
-    add.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
-    add.add_argument("--identity-file", help="private key file")
-    add.add_argument("--known-hosts", help="known_hosts file (default ~/.ssh/known_hosts)")
-    add.add_argument("--engine", choices=["builtin", "sglang", "vllm"], default="builtin")
-    launcher = add.add_mutually_exclusive_group()
-    launcher.add_argument("--python", help="python interpreter on the host that has the engine")
-    launcher.add_argument("--venv", help="virtualenv directory on the host")
-    launcher.add_argument("--command", help="full launch command, e.g. 'vllm serve'")
-    add.add_argument("--env", action="append", metavar="KEY=VALUE", help="environment variable")
-    add.add_argument("--supervisor", choices=["process", "systemd"], default="process")
-    add.add_argument("--unit", help="systemd unit name")
-    add.add_argument("--sudo", action="store_true", help="use sudo -n for systemd")
-    add.add_argument("--port", type=int)
-    add.add_argument("--model-path")
-    add.add_argument("--draft-model-path")
-    add.add_argument("--state-dir", help="state directory on the host")
-    add.add_argument("--flag", action="append", metavar="KEY=VALUE", help="initial engine flag")
-    add.add_argument("--force", action="store_true", help="overwrite an existing profile")
-    hosts.set_defaults(func=cmd_hosts)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def host_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "host", help="profile name (`local` is built in), user@host[:port] or ssh alias"
+        )
+        p.add_argument(
+            "--accept-new-host-key",
+            action="store_true",
+            help="trust an unknown SSH host key without asking (a changed key is still refused)",
+        )
+        return p
+
+    _register_service_commands(host_command)
 
     # Each area registers its own commands (one module each, sharing `commands.base`).
-    for module in (measure_commands, live_commands, history_commands, ui_commands, web_commands):
+    modules = (
+        hosts_commands, measure_commands, live_commands, history_commands, ui_commands,
+        web_commands,
+    )  # fmt: skip
+    for module in modules:
         module.register(sub, host_command)
     return parser
 

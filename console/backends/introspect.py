@@ -20,6 +20,7 @@ from typing import Any
 from console.backends.schema import FlagSchema, FlagSpec, FlagType
 from console.config import LaunchProfile
 from console.errors import ConsoleError
+from console.settings import DEFAULT_SETTINGS
 from console.transport.base import Command, Transport
 
 PROBE_SOURCE = (Path(__file__).with_name("hostprobe.py")).read_text()
@@ -68,7 +69,10 @@ async def resolve_script_interpreter(transport: Transport, script: str) -> list[
     """`#!/path/python` of a console script on the host (found on PATH when bare)."""
     path = script
     if "/" not in script:
-        found = await transport.run(["sh", "-c", 'command -v -- "$1"', "sh", script], timeout=30)
+        found = await transport.run(
+            ["sh", "-c", 'command -v -- "$1"', "sh", script],
+            timeout=DEFAULT_SETTINGS.command_timeout_s,
+        )
         if not found.ok or not found.stdout.strip():
             return None
         path = found.stdout.strip().splitlines()[-1]

@@ -1,17 +1,23 @@
 """What every `specconsole` command shares: one-sentence usage errors, exit codes,
-host-key confirmation on a terminal, and opening a host's `EngineService`."""
+host-key confirmation on a terminal, and opening a host's `EngineService`.
+
+Lifecycle progress reaches a command through a subscription, not a callback list on the
+service: `with_service` subscribes for the whole command and hands each event to its
+`on_event` (by default `print_event`, to stderr); a command that prints no progress
+passes `on_event=None`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
-from console import config as profiles
+from console.events import Subscription
 from console.service import EngineService, LifecycleEvent
-from console.transport import HostKeyInfo, Transport, open_transport
+from console.transport import HostKeyInfo
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -72,21 +78,36 @@ def print_failure(event: LifecycleEvent) -> None:
 # -- host commands ----------------------------------------------------------------------
 
 
+async def _deliver(
+    events: Subscription[LifecycleEvent], on_event: Callable[[LifecycleEvent], None]
+) -> None:
+    async for event in events:
+        on_event(event)
+
+
 async def with_service(
-    args: argparse.Namespace, body: Callable[[EngineService], Awaitable[int]]
+    args: argparse.Namespace,
+    body: Callable[[EngineService], Awaitable[int]],
+    *,
+    on_event: Callable[[LifecycleEvent], None] | None = print_event,
 ) -> int:
-    """Open the host named by `args.host`, run `body` on its service, always close."""
-    profile = profiles.load_profile(args.host)
-    transport: Transport = open_transport(
-        profile, confirm_host_key=host_key_confirmer(args.accept_new_host_key)
+    """Open the host named by `args.host` (a profile, user@host, host:port, an ssh-config
+    alias or `local`, resolved by `console.hosts` as `connect` does), run `body` on its
+    service with every lifecycle event going to `on_event`, and always close."""
+    opened = EngineService.open(
+        args.host, confirm_host_key=host_key_confirmer(args.accept_new_host_key)
     )
-    service = EngineService(profile, transport)
-    try:
-        service.add_listener(print_event)
-        return await body(service)
-    finally:
-        await service.close()
-        await transport.close()
+    async with opened as service, service.subscribe() as events:
+        printer = asyncio.create_task(_deliver(events, on_event)) if on_event else None
+        try:
+            return await body(service)
+        finally:
+            if printer is not None and on_event is not None:
+                printer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await printer
+                for event in events.pending():  # published after the printer last ran
+                    on_event(event)
 
 
 HostCommand = Callable[[str, str], argparse.ArgumentParser]

@@ -14,6 +14,7 @@ import os
 
 from console.commands.base import EXIT_FAILED, HostCommand, Parser
 from console.errors import ConsoleError
+from console.hosts import resolve_host
 
 TOKEN_ENV = "SPECCONSOLE_WEB_TOKEN"
 
@@ -36,7 +37,6 @@ def bench_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
 async def cmd_web(args: argparse.Namespace) -> int:
     # An unknown host fails here, once, not in every browser tab; `connect` takes the same
     # names (profiles, user@host, ssh aliases).
-    from console.commands.ui import resolve_host
 
     resolve_host(args.host)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None

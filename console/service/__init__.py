@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from console.service.engine_service import ApplyResult, EngineService, FlagPlan, ServiceStatus
+from console.service.engine_service import (
+    ApplyResult,
+    EngineService,
+    FlagPlan,
+    OpenService,
+    ServiceBusy,
+    ServiceStatus,
+)
 from console.service.lifecycle import Lifecycle, LifecycleEvent
 
 __all__ = [
@@ -11,5 +18,7 @@ __all__ = [
     "FlagPlan",
     "Lifecycle",
     "LifecycleEvent",
+    "OpenService",
+    "ServiceBusy",
     "ServiceStatus",
 ]

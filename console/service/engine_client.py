@@ -28,10 +28,11 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from console.errors import ConsoleError, TransportError
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport
 
-REQUEST_TIMEOUT = 600.0  # a long decode at long context on a big model can take minutes
-PROBE_TIMEOUT = 5.0
+# A long decode at long context on a big model can take minutes (the settings' default).
+REQUEST_TIMEOUT = DEFAULT_SETTINGS.request_timeout_s
 
 
 class EngineUnreachable(TransportError):
@@ -114,9 +115,12 @@ def _error_reason(response: httpx.Response) -> str:
 
 
 class EngineClient:
-    def __init__(self, transport: Transport, port: int) -> None:
+    def __init__(
+        self, transport: Transport, port: int, *, settings: ConsoleSettings | None = None
+    ) -> None:
         self.transport = transport
         self.port = port
+        self.settings = settings or DEFAULT_SETTINGS
         self._stack: AsyncExitStack | None = None
         self._client: httpx.AsyncClient | None = None
         self._lock = asyncio.Lock()
@@ -195,7 +199,7 @@ class EngineClient:
 
     async def healthy(self) -> bool:
         try:
-            response = await self.request("GET", "/health", timeout=PROBE_TIMEOUT)
+            response = await self.request("GET", "/health", timeout=self.settings.probe_timeout_s)
         except EngineUnreachable:
             return False
         return response.status_code == 200
@@ -218,7 +222,7 @@ class EngineClient:
     async def tokenize(self, text: str) -> list[int]:
         """Token ids of `text` with no special tokens (vLLM, ours, SGLang >= 0.5)."""
         body = {"prompt": text, "add_special_tokens": False}
-        data = await self._json("POST", "/tokenize", body, timeout=30.0)
+        data = await self._json("POST", "/tokenize", body, timeout=self.settings.command_timeout_s)
         tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, list):
             raise EngineRequestError(f"{self.where} returned no tokens from /tokenize.", 502)

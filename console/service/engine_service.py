@@ -1,159 +1,125 @@
 """One engine service on one host: status, start/stop/restart, flag apply and rollback.
 
-This is the API the CLI and the TUI share. It composes a transport (how to reach the
+This is the facade the CLI and the TUI share. It composes a transport (how to reach the
 host), a backend (what engine it is), a supervisor (what keeps it running) and the
-launch store (what it runs with), and reports progress through a `Lifecycle`.
+launch store (what it runs with); the pieces with a concept of their own live beside it:
+`service_status` (one reading of the state, by the lifecycle's rules), `flag_change`
+(what a change means), `log_follower` (the resumable log). Progress goes out on one
+`Broadcast` of `LifecycleEvent`s (`subscribe()`), and every timing comes from a
+`ConsoleSettings`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from typing import Any
 
 from console.backends import Backend, DiscoveredSchema, get_backend
-from console.backends.logparse import LoadingProgress
 from console.config import FlagValue, HostProfile
 from console.errors import ConsoleError, FlagError, ServiceError
+from console.events import Broadcast, Subscription
 from console.service.engine_client import EngineClient
-from console.service.flags import (
-    FlagValueError,
-    ModelLimits,
-    apply_changes,
-    canonical_flags,
-    engine_parsed_ints,
-    unified_diff,
-)
+from console.service.flag_change import ApplyResult, FlagPlan, plan_change
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
-from console.service.lifecycle import Lifecycle, LifecycleEvent, Listener, State
+from console.service.lifecycle import Lifecycle, LifecycleEvent, State
+from console.service.log_follower import LogFollower
 from console.service.process_supervisor import ProcessSupervisor
+from console.service.service_status import ServiceStatus, read_status
 from console.service.supervisor import Supervisor
 from console.service.systemd import SystemdSupervisor
-from console.transport.base import Transport
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
+from console.transport import ConfirmHostKey, Transport, open_transport
 
-DEFAULT_READY_TIMEOUT = 600.0
-
-
-@dataclass(frozen=True)
-class ServiceStatus:
-    host: str
-    engine: str
-    state: State
-    supervisor: str
-    pid: int | None = None
-    port: int | None = None
-    percent: int | None = None
-    exit_code: int | None = None
-    message: str = ""
-    log_tail: tuple[str, ...] = ()
-    config: LaunchConfig | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "host": self.host,
-            "engine": self.engine,
-            "state": self.state,
-            "supervisor": self.supervisor,
-            "pid": self.pid,
-            "port": self.port,
-            "percent": self.percent,
-            "exit_code": self.exit_code,
-            "message": self.message,
-            "log_tail": list(self.log_tail),
-            "flags": self.config.flags if self.config else None,
-            "argv": self.config.argv if self.config else None,
-        }
-
-
-@dataclass(frozen=True)
-class FlagPlan:
-    """A validated change, ready to apply: the diff is what the user confirms."""
-
-    old: LaunchConfig | None
-    new: LaunchConfig
-    diff: str
-    notices: tuple[str, ...] = ()  # renamed spellings, one line each
-    checked_by: str = ""  # the engine parser that accepted the new command line, if any
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.diff)
-
-
-@dataclass
-class ApplyResult:
-    event: LifecycleEvent
-    config: LaunchConfig
-    events: list[LifecycleEvent] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.event.state == "ready"
+__all__ = [
+    "ApplyResult",
+    "EngineService",
+    "FlagPlan",
+    "OpenService",
+    "ServiceBusy",
+    "ServiceStatus",
+]
 
 
 class ServiceBusy(ServiceError):
     """A second action that would restart or measure while another one runs."""
 
 
+class OpenService:
+    """`EngineService.open(...)`: a resolved host's transport and service, closed together.
+
+    Building it connects nothing (SSH connects on first use), so `service` and `transport`
+    are usable at once by a holder that outlives one block (the TUI's session, which
+    closes them itself); everyone else uses it as `async with ... as service`."""
+
+    def __init__(self, service: EngineService) -> None:
+        self.service = service
+        self.transport = service.transport
+
+    async def __aenter__(self) -> EngineService:
+        return self.service
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        try:
+            await self.service.close()
+        finally:
+            await self.transport.close()
+
+
 class EngineService:
     """One engine service for the length of a session (a CLI command, a TUI connection).
 
     It holds one `EngineClient` (one port forward, one HTTP client) for every request,
-    publishes lifecycle events to subscribers, and lets one action run at a time: a
-    restart, an apply or a sweep holds the action slot, and a second one is refused with
+    publishes lifecycle events on `events`, and lets one action run at a time: a restart,
+    an apply or a sweep holds the action slot, and a second one is refused with
     "busy: <what is running>" instead of interleaving restarts.
     """
 
-    def __init__(self, profile: HostProfile, transport: Transport) -> None:
+    def __init__(
+        self, profile: HostProfile, transport: Transport, settings: ConsoleSettings | None = None
+    ) -> None:
         self.profile = profile
         self.transport = transport
+        self.settings = settings or DEFAULT_SETTINGS
         self.backend: Backend = get_backend(profile.engine)
+        self.events: Broadcast[LifecycleEvent] = Broadcast()
         self._files: ServiceFiles | None = None
         self._schema: DiscoveredSchema | None = None
-        self._listeners: list[Listener] = []
-        self._queues: set[asyncio.Queue[LifecycleEvent]] = set()
         self._client: EngineClient | None = None
         self._action: str | None = None
 
+    @classmethod
+    def open(
+        cls,
+        target: str | HostProfile,
+        *,
+        confirm_host_key: ConfirmHostKey | None = None,
+        settings: ConsoleSettings | None = None,
+    ) -> OpenService:
+        """`async with EngineService.open("user@gpu1", confirm_host_key=...) as service:`
+
+        `target` is resolved by `console.hosts` (profile, ssh destination, ssh-config
+        alias, `local`) unless it is a profile already; leaving the block closes the
+        service's session and then the transport (the engine keeps running)."""
+        from console.hosts import resolve_host
+
+        profile = resolve_host(target) if isinstance(target, str) else target
+        settings = settings or DEFAULT_SETTINGS
+        transport = open_transport(profile, confirm_host_key=confirm_host_key, settings=settings)
+        return OpenService(cls(profile, transport, settings))
+
     # -- session --------------------------------------------------------------------
 
-    def add_listener(self, listener: Listener) -> None:
-        """Call `listener` with every lifecycle event (synchronously, in order)."""
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: Listener) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
-
-    def clear_listeners(self) -> None:
-        self._listeners.clear()
-
-    def _publish(self, event: LifecycleEvent) -> None:
-        for listener in list(self._listeners):
-            listener(event)
-        for queue in self._queues:
-            queue.put_nowait(event)
-
-    @contextlib.asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[AsyncIterator[LifecycleEvent]]:
+    def subscribe(self) -> contextlib.AbstractAsyncContextManager[Subscription[LifecycleEvent]]:
         """`async with service.subscribe() as events: async for event in events: ...`
 
-        Every lifecycle event published while the block is open, in order; leaving the
-        block unsubscribes."""
-        queue: asyncio.Queue[LifecycleEvent] = asyncio.Queue()
-        self._queues.add(queue)
-
-        async def events() -> AsyncIterator[LifecycleEvent]:
-            while True:
-                yield await queue.get()
-
-        try:
-            yield events()
-        finally:
-            self._queues.discard(queue)
+        Every lifecycle event published while the block is open, in order (`pending()`
+        takes what arrived without waiting); leaving the block unsubscribes."""
+        return self.events.subscribe()
 
     @property
     def busy(self) -> str | None:
@@ -181,7 +147,7 @@ class EngineService:
             # restart with another port gets a new one.
             config = await (await self.store()).current()
             port = (config.port if config else None) or self.profile.port
-            self._client = EngineClient(self.transport, port)
+            self._client = EngineClient(self.transport, port, settings=self.settings)
         return self._client
 
     async def close(self) -> None:
@@ -201,16 +167,7 @@ class EngineService:
         return LaunchStore(self.transport, await self.files())
 
     async def supervisor(self) -> Supervisor:
-        files = await self.files()
-        if self.profile.supervisor.kind == "systemd":
-            return SystemdSupervisor(
-                self.transport,
-                files,
-                self.profile.supervisor,
-                self.profile.unit_name,
-                self.profile.service_name,
-            )
-        return ProcessSupervisor(self.transport, files)
+        return supervisor_for(self.profile, self.transport, await self.files(), self.settings)
 
     async def schema(self) -> DiscoveredSchema:
         """The engine's flags from its own parser on the host (cached on this machine per
@@ -223,9 +180,7 @@ class EngineService:
         return f"{self.profile.engine} on {self.profile.name}"
 
     def _new_lifecycle(self, initial: State = "stopped") -> Lifecycle:
-        lifecycle = Lifecycle(self.backend.parse_log, initial)
-        lifecycle.add_listener(self._publish)
-        return lifecycle
+        return Lifecycle(self.backend.parse_log, initial, events=self.events)
 
     # -- config ---------------------------------------------------------------------
 
@@ -253,7 +208,7 @@ class EngineService:
             await self.schema()
         config = self.config_for(self.backend.initial_flags(self.profile))
         for notice in self._schema.notices if self._schema else ():
-            self._publish(LifecycleEvent("starting", message=notice))
+            self.events.publish(LifecycleEvent("starting", message=notice))
         return config
 
     async def current_config(self) -> LaunchConfig:
@@ -261,43 +216,12 @@ class EngineService:
         existing = await (await self.store()).current()
         return existing or self.config_for(self.backend.initial_flags(self.profile))
 
-    # -- status ---------------------------------------------------------------------
-
     async def status(self) -> ServiceStatus:
         supervisor = await self.supervisor()
-        sup = await supervisor.state()
         config = await (await self.store()).current()
-        port = (config.port if config else None) or self.profile.port
-        base = {
-            "host": self.profile.name,
-            "engine": self.profile.engine,
-            "supervisor": self.profile.supervisor.kind,
-            "pid": sup.pid,
-            "port": port,
-            "config": config,
-        }
-        if sup.state == "stopped":
-            return ServiceStatus(state="stopped", **base)
-        if sup.state == "exited":
-            code = "an unknown code" if sup.exit_code is None else f"code {sup.exit_code}"
-            return ServiceStatus(
-                state="failed",
-                exit_code=sup.exit_code,
-                message=f"the engine exited with {code}",
-                log_tail=tuple(await supervisor.log_tail(50)),
-                **base,
-            )
-        if await (await self.client()).healthy():
-            return ServiceStatus(state="ready", message="/health answers 200", **base)
-        # Running but not healthy yet: the log says how far loading got.
-        percent = None
-        for line in await supervisor.log_tail(200):
-            for segment in line.split("\r"):
-                event = self.backend.parse_log(segment)
-                if isinstance(event, LoadingProgress):
-                    percent = event.percent
-        state: State = "loading" if percent is not None else "starting"
-        return ServiceStatus(state=state, percent=percent, **base)
+        return await read_status(
+            self.profile, self.backend, supervisor, config, await self.client()
+        )
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -313,11 +237,14 @@ class EngineService:
         http = await self.client()
         return await follow_until_settled(lifecycle, supervisor, http, timeout=timeout)
 
-    async def start(
-        self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
-    ) -> LifecycleEvent:
+    async def start(self, *, wait: bool = False, timeout: float | None = None) -> LifecycleEvent:
+        """Start the engine; with `wait`, follow it until ready or failed (`timeout`
+        defaults to the settings' `ready_timeout_s`)."""
         async with self.action("start"):
-            return await self._start(wait=wait, timeout=timeout)
+            return await self._start(wait=wait, timeout=self._ready(timeout))
+
+    def _ready(self, timeout: float | None) -> float:
+        return self.settings.ready_timeout_s if timeout is None else timeout
 
     async def _start(self, *, wait: bool, timeout: float) -> LifecycleEvent:
         supervisor = await self.supervisor()
@@ -332,148 +259,72 @@ class EngineService:
             config = await self._first_config()
             await store.write_current(config)
         event = await self._start_and_follow(config, wait=wait, timeout=timeout)
-        await self._record_outcome(store, config, event)
+        await record_outcome(store, config, event)
         return event
 
-    async def stop(self, timeout: float = 20.0) -> None:
+    async def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM, then SIGKILL after `timeout` (default: the settings' `stop_timeout_s`)."""
         async with self.action("stop"):
             await self._stop(timeout)
 
-    async def _stop(self, timeout: float = 20.0) -> None:
+    async def _stop(self, timeout: float | None = None) -> None:
         supervisor = await self.supervisor()
-        was = (await supervisor.state()).state
-        if was == "running":
-            self._publish(LifecycleEvent("stopping", message=f"stopping {self._where()}"))
-        await supervisor.stop(timeout)
+        if (await supervisor.state()).state == "running":
+            self.events.publish(LifecycleEvent("stopping", message=f"stopping {self._where()}"))
+        await supervisor.stop(self.settings.stop_timeout_s if timeout is None else timeout)
         if self._client is not None:
             await self._client.close()  # the old process's port is gone
             self._client = None
-        self._publish(LifecycleEvent("stopped", message=f"{self._where()} is stopped"))
+        self.events.publish(LifecycleEvent("stopped", message=f"{self._where()} is stopped"))
 
-    async def restart(
-        self, *, wait: bool = False, timeout: float = DEFAULT_READY_TIMEOUT
-    ) -> LifecycleEvent:
+    async def restart(self, *, wait: bool = False, timeout: float | None = None) -> LifecycleEvent:
         async with self.action("restart"):
             await self._stop()
-            return await self._start(wait=wait, timeout=timeout)
-
-    async def _record_outcome(
-        self, store: LaunchStore, config: LaunchConfig, event: LifecycleEvent
-    ) -> None:
-        if event.state == "ready":
-            await store.clear_failed()
-        elif event.state == "failed":
-            await store.mark_failed(config)
+            return await self._start(wait=wait, timeout=self._ready(timeout))
 
     # -- flags ----------------------------------------------------------------------
 
     async def plan(self, changes: dict[str, str | None]) -> FlagPlan:
         """Validate a change and diff it; writes nothing. Raises `FlagError`."""
-        discovered = await self.schema()
-        store = await self.store()
-        old = await store.current()
-        base = old or self.config_for(self.backend.initial_flags(self.profile))
-        roles = discovered.roles
-        merged = {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
+        return await plan_change(self, changes)
 
-        def effective(role: str, fallback: str) -> str | None:
-            name = roles.get(role, fallback)
-            if merged.get(name) is not None:
-                return str(merged[name])
-            # Unset: the engine uses its own default, which its --help prints (our engine's
-            # bundled weights, say); the limits must come from those files too.
-            spec = discovered.schema.resolve(name)
-            default = spec.default if spec is not None else None
-            return default if default not in (None, "", "None") else None
-
-        limits = await ModelLimits.read(
-            self.transport,
-            effective("model_path", "model-path"),
-            effective("draft_model_path", "speculative-draft-model-path"),
-        )
-        engine = discovered.schema.engine_version or self.profile.engine
-        try:
-            flags = apply_changes(
-                discovered.schema, roles, base.flags, changes, limits, self._where()
-            )
-        except FlagValueError as exc:
-            # The engine's own word on the value, when its parser can be asked.
-            spec, raw = exc.spec, exc.raw
-            check = await self.backend.check_flags(
-                self.transport, self.profile, discovered, {spec.name: raw}
-            )
-            if check is None or check.ok:
-                raise
-            raise FlagError(f"{str(exc).rstrip('.')} ({engine}: {check.error}).") from None
-        # Then the whole new command line through the engine's real parse_args, a dry run
-        # on the host: nothing restarts unless the engine itself accepts it.
-        notices = discovered.schema.canonical(
-            {**base.flags, **{k: v for k, v in changes.items() if v is not None}}
-        )[1]
-        check = await self.backend.check_flags(self.transport, self.profile, discovered, flags)
-        if check is not None and not check.ok:
-            raise FlagError(
-                f"{engine} refuses this command line: {check.error}; nothing was changed."
-            )
-        if check is not None and check.values:
-            flags = engine_parsed_ints(discovered.schema, flags, check.values)
-        new = self.config_for(flags)
-        label = f"{self.profile.name}:{(await self.files()).launch}"
-        old_flags = canonical_flags(discovered.schema, base.flags) if old else {}
-        return FlagPlan(
-            old=old,
-            new=new,
-            diff=unified_diff(old_flags, flags, label),
-            notices=tuple(notices),
-            checked_by=discovered.schema.source if check is not None else "",
-        )
-
-    async def apply(self, plan: FlagPlan, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
+    async def apply(self, plan: FlagPlan, *, timeout: float | None = None) -> ApplyResult:
         """Write the new config (previous one kept as last-good), restart, wait for ready."""
         async with self.action("apply"):
-            return await self._apply(plan, timeout)
-
-    async def _apply(self, plan: FlagPlan, timeout: float) -> ApplyResult:
-        store = await self.store()
-        current = await store.current()
-        if (current.id if current else None) != (plan.old.id if plan.old else None):
-            raise FlagError(
-                f"The launch config on {self.profile.name} changed since this diff was made; "
-                "run the command again."
-            )
-        if current is not None and not await store.known_bad(current):
-            await store.write_last_good(current)
-        await store.write_current(plan.new)
-        return await self._restart_with(store, plan.new, timeout)
+            store = await self.store()
+            current = await store.current()
+            if (current.id if current else None) != (plan.old.id if plan.old else None):
+                raise FlagError(
+                    f"The launch config on {self.profile.name} changed since this diff was "
+                    "made; run the command again."
+                )
+            if current is not None and not await store.known_bad(current):
+                await store.write_last_good(current)
+            await store.write_current(plan.new)
+            return await self._restart_with(store, plan.new, self._ready(timeout))
 
     async def _restart_with(
         self, store: LaunchStore, config: LaunchConfig, timeout: float
     ) -> ApplyResult:
-        events: list[LifecycleEvent] = []
-        self.add_listener(events.append)
-        try:
+        async with self.events.subscribe() as seen:
             await self._stop()
             event = await self._start_and_follow(config, wait=True, timeout=timeout)
-        finally:
-            self.remove_listener(events.append)
-        await self._record_outcome(store, config, event)
+            events = seen.pending()
+        await record_outcome(store, config, event)
         return ApplyResult(event=event, config=config, events=events)
 
-    async def rollback(self, *, timeout: float = DEFAULT_READY_TIMEOUT) -> ApplyResult:
+    async def rollback(self, *, timeout: float | None = None) -> ApplyResult:
         """Restore last-good.json as the launch config, restart and wait for ready."""
         async with self.action("rollback"):
-            return await self._rollback(timeout)
-
-    async def _rollback(self, timeout: float) -> ApplyResult:
-        store = await self.store()
-        last_good = await store.last_good()
-        if last_good is None:
-            raise ServiceError(
-                f"There is no last-good config for {self.profile.name} yet (it is kept when "
-                "`set` changes flags), so there is nothing to roll back to."
-            )
-        await store.write_current(last_good)
-        return await self._restart_with(store, last_good, timeout)
+            store = await self.store()
+            last_good = await store.last_good()
+            if last_good is None:
+                raise ServiceError(
+                    f"There is no last-good config for {self.profile.name} yet (it is kept "
+                    "when `set` changes flags), so there is nothing to roll back to."
+                )
+            await store.write_current(last_good)
+            return await self._restart_with(store, last_good, self._ready(timeout))
 
     # -- logs -----------------------------------------------------------------------
 
@@ -485,155 +336,44 @@ class EngineService:
         grep: str | None = None,
         on_link: Callable[[bool, str], None] | None = None,
     ) -> AsyncIterator[str]:
-        """The last `lines` log lines; with `follow`, then every new line until cancelled.
-
-        A followed log outlives the link. When the stream drops (any `TransportError`:
-        sshd restarted, the network gone) it probes the host with backoff (0.5 s, doubling
-        to 10 s) and resumes from a backlog of the log's last lines, skipping everything up
-        to the last line it had already seen, so no line comes twice. If that line is no
-        longer in the backlog (a long outage, or the engine restarted and rotated its log)
-        the backlog is all new, and if it was full a marker says lines may be missing.
+        """The last `lines` log lines; with `follow`, then every new line until cancelled,
+        across link drops without repeating a line (see `log_follower`).
 
         Link changes go to `on_link(up, text)` when given; otherwise they are yielded as
         marker lines, whatever `grep` says: `-- link to gpu1 lost; reconnecting (attempt 2,
         next in 1 s) --` before each attempt, `-- reconnected after 4.2 s --` once back.
-        A host that cannot be reached when following starts raises, as without `follow`.
         """
-        # Local imports keep this change inside this method (the module is shared).
-        import time
-        from collections import deque
+        follower = LogFollower(
+            await self.supervisor(), self.transport, self.profile.name, self.settings,
+            lines=lines, grep=grep, on_link=on_link,
+        )  # fmt: skip
+        async with contextlib.aclosing(follower.lines(follow=follow)) as source:
+            async for line in source:
+                yield line
 
-        from console.errors import TransportError
-
-        try:
-            pattern = re.compile(grep) if grep else None
-        except re.error as exc:
-            raise ServiceError(
-                f"--grep {grep!r} is not a valid regular expression: {exc}."
-            ) from None
-        supervisor = await self.supervisor()
-        if not follow:
-            for line in await supervisor.log_tail(lines):
-                if pattern is None or pattern.search(line):
-                    yield line
-            return
-
-        resume_backlog = max(lines, 1000)
-        quiet_s = 1.0  # a backlog arrives at once; this long without a line means it is done
-        resync_max_s = 5.0
-        host = self.profile.name
-        seen: deque[str] = deque(maxlen=8)  # last raw lines (before grep): where to resume
-        markers: list[str] = []
-
-        def report(up: bool, text: str) -> None:
-            if on_link is not None:
-                on_link(up, text)
-            else:
-                markers.append(f"-- {text} --")
-
-        async def pump(backlog: int, queue: asyncio.Queue) -> None:
-            # One follow attempt, fed into a queue so the reader can wait with a timeout
-            # without cancelling (and so breaking) the stream itself.
-            source = supervisor.follow_logs(backlog=backlog)
-            try:
-                async for line in source:
-                    queue.put_nowait(("line", line))
-                queue.put_nowait(("end", None))
-            except Exception as exc:
-                queue.put_nowait(("error", exc))
-            finally:
-                with contextlib.suppress(Exception):
-                    await source.aclose()  # type: ignore[attr-defined]
-
-        if lines <= 0:
-            # No backlog, so nothing may be seen before the link drops; the log's current
-            # last lines are where a resume must start (and reaching the host now raises
-            # here, as without follow).
-            seen.extend(await supervisor.log_tail(seen.maxlen or 8))
-        else:
-            await self.transport.run(["true"], timeout=30)  # unreachable now: say so
-        delay = 0.5
-        resuming = False
-        while True:
-            queue: asyncio.Queue = asyncio.Queue()
-            task = asyncio.create_task(pump(resume_backlog if resuming else lines, queue))
-            try:
-                carry = None
-                if resuming:
-                    # Skip the backlog up to the lines seen last. A busy log never goes
-                    # quiet (every /metrics scrape is an access-log line), so the backlog's
-                    # end is where those lines are; without them (a rotated log) it is a
-                    # pause, a full backlog or a few seconds, whichever comes first.
-                    backlog: list[str] = []
-                    anchor = list(seen)
-                    synced = not anchor
-                    deadline = time.monotonic() + resync_max_s
-                    while not synced and len(backlog) < resume_backlog:
-                        wait = min(quiet_s, deadline - time.monotonic())
-                        try:
-                            if wait <= 0:
-                                break
-                            item = await asyncio.wait_for(queue.get(), wait)
-                        except TimeoutError:
-                            break
-                        if item[0] != "line":
-                            carry = item
-                            break
-                        backlog.append(item[1])
-                        if backlog[-len(anchor) :] == anchor:
-                            backlog.clear()  # all printed already
-                            synced = True
-                    if not synced and len(backlog) >= resume_backlog:
-                        report(
-                            True,
-                            f"the last line printed is not in the log's last "
-                            f"{resume_backlog} lines; some lines may be missing",
-                        )
-                    while markers:
-                        yield markers.pop(0)
-                    for line in backlog:
-                        seen.append(line)
-                        if pattern is None or pattern.search(line):
-                            yield line
-                while True:
-                    kind, value = carry if carry is not None else await queue.get()
-                    carry = None
-                    if kind == "end":
-                        return
-                    if kind == "error":
-                        if not isinstance(value, TransportError):
-                            raise value
-                        break
-                    seen.append(value)
-                    if pattern is None or pattern.search(value):
-                        yield value
-            finally:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-            # The link dropped: probe until the host answers, then resume.
-            down_since = time.monotonic()
-            attempt = 0
-            while True:
-                attempt += 1
-                report(
-                    False,
-                    f"link to {host} lost; reconnecting (attempt {attempt}, next in {delay:g} s)",
-                )
-                while markers:
-                    yield markers.pop(0)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
-                try:
-                    await self.transport.run(["true"], timeout=30)
-                except TransportError:
-                    continue
-                break
-            delay = 0.5
-            report(True, f"reconnected after {time.monotonic() - down_since:.1f} s")
-            while markers:
-                yield markers.pop(0)
-            resuming = True
-
-    async def server_info(self) -> dict | None:
+    async def server_info(self) -> dict[str, Any] | None:
         return await (await self.client()).server_info()
+
+
+def supervisor_for(
+    profile: HostProfile, transport: Transport, files: ServiceFiles, settings: ConsoleSettings
+) -> Supervisor:
+    """What keeps the engine running on this host, as the profile says."""
+    if profile.supervisor.kind == "systemd":
+        return SystemdSupervisor(
+            transport,
+            files,
+            profile.supervisor,
+            profile.unit_name,
+            profile.service_name,
+            timings=settings,
+        )
+    return ProcessSupervisor(transport, files, timings=settings)
+
+
+async def record_outcome(store: LaunchStore, config: LaunchConfig, event: LifecycleEvent) -> None:
+    """A config that came up is no longer suspect; one that failed is marked known-bad."""
+    if event.state == "ready":
+        await store.clear_failed()
+    elif event.state == "failed":
+        await store.mark_failed(config)

@@ -7,17 +7,15 @@ import contextlib
 
 from console.errors import TransportError
 from console.service.engine_client import EngineClient
-from console.service.lifecycle import TERMINAL, Lifecycle, LifecycleEvent
+from console.service.lifecycle import LOG_TAIL, TERMINAL, Lifecycle, LifecycleEvent, log_segments
 from console.service.supervisor import Supervisor
 
 
 async def _pump_logs(lifecycle: Lifecycle, supervisor: Supervisor) -> None:
     with contextlib.suppress(TransportError):
         async for line in supervisor.follow_logs(backlog=None):
-            # tqdm progress bars redraw with carriage returns inside one "line".
-            for segment in line.split("\r"):
-                if segment.strip():
-                    lifecycle.feed_log(segment)
+            for segment in log_segments(line):
+                lifecycle.feed_log(segment)
 
 
 async def follow_until_settled(
@@ -55,5 +53,5 @@ async def follow_until_settled(
             await pump
     if lifecycle.state == "failed":
         with contextlib.suppress(TransportError):
-            lifecycle.with_log_tail(await supervisor.log_tail(50))
+            lifecycle.with_log_tail(await supervisor.log_tail(LOG_TAIL))
     return lifecycle.current

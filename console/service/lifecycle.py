@@ -4,25 +4,29 @@
                      \\------------------\\---------> failed (exit code + last log lines)
 
 Inputs arrive from whoever watches the host (`follow.py`); every change is published as
-a `LifecycleEvent` to callbacks and to async-iterator subscribers, so the CLI prints
-them and the TUI can render them without knowing where they came from.
+a `LifecycleEvent` on a `Broadcast` (the service's own, so one subscription sees every
+restart), so the CLI prints them and the TUI renders them without knowing where they
+came from. The rules that turn one reading of the host into a state (`exited_event`,
+`loading_percent`, `HEALTHY`) are module functions, so `EngineService.status()` applies
+exactly the ones the machine does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from console.backends.logparse import LoadingProgress, LogEvent, Ready
+from console.events import Broadcast
 from console.service.supervisor import SupervisorState
 
 State = Literal["stopped", "stopping", "starting", "loading", "ready", "failed"]
 TERMINAL: frozenset[State] = frozenset({"ready", "failed", "stopped"})
 LOG_TAIL = 50
+HEALTHY = "/health answers 200"
 
 
 @dataclass(frozen=True)
@@ -43,40 +47,55 @@ class LifecycleEvent:
         return f"{text}: {self.message}" if self.message else text
 
 
-Listener = Callable[[LifecycleEvent], None]
+def exited_event(exit_code: int | None, log_tail: Iterable[str] = ()) -> LifecycleEvent:
+    """The engine process is gone: failed, with its exit code and last log lines."""
+    code = "an unknown code" if exit_code is None else f"code {exit_code}"
+    return LifecycleEvent(
+        "failed",
+        message=f"the engine exited with {code}",
+        exit_code=exit_code,
+        log_tail=tuple(log_tail),
+    )
+
+
+def log_segments(line: str) -> list[str]:
+    """tqdm progress bars redraw with carriage returns inside one "line"."""
+    return [segment for segment in line.split("\r") if segment.strip()]
+
+
+def loading_percent(
+    lines: Iterable[str], parse_log: Callable[[str], LogEvent | None]
+) -> int | None:
+    """How far weight loading got, by the last progress line in `lines` (None: no sign)."""
+    percent = None
+    for line in lines:
+        for segment in log_segments(line):
+            event = parse_log(segment)
+            if isinstance(event, LoadingProgress):
+                percent = event.percent
+    return percent
 
 
 class Lifecycle:
-    def __init__(self, parse_log: Callable[[str], LogEvent | None], initial: State = "stopped"):
+    """One start's state machine; every change goes to `events` (pass the service's
+    broadcast so its subscribers see it; by default the machine has its own)."""
+
+    def __init__(
+        self,
+        parse_log: Callable[[str], LogEvent | None],
+        initial: State = "stopped",
+        *,
+        events: Broadcast[LifecycleEvent] | None = None,
+    ):
         self._parse_log = parse_log
         self.current = LifecycleEvent(initial)
         self.history: list[LifecycleEvent] = [self.current]
         self.log_lines: deque[str] = deque(maxlen=LOG_TAIL)
-        self._listeners: list[Listener] = []
-        self._queues: list[asyncio.Queue[LifecycleEvent | None]] = []
+        self.events: Broadcast[LifecycleEvent] = events if events is not None else Broadcast()
 
     @property
     def state(self) -> State:
         return self.current.state
-
-    # -- observing ------------------------------------------------------------------
-
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    async def events(self) -> AsyncIterator[LifecycleEvent]:
-        """Every event from now on; ends when `close()` is called."""
-        queue: asyncio.Queue[LifecycleEvent | None] = asyncio.Queue()
-        self._queues.append(queue)
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-        finally:
-            self._queues.remove(queue)
-
-    def close(self) -> None:
-        for queue in self._queues:
-            queue.put_nowait(None)
 
     def _emit(self, event: LifecycleEvent) -> None:
         same = (event.state, event.percent) == (self.current.state, self.current.percent)
@@ -84,10 +103,7 @@ class Lifecycle:
             return
         self.current = event
         self.history.append(event)
-        for listener in self._listeners:
-            listener(event)
-        for queue in self._queues:
-            queue.put_nowait(event)
+        self.events.publish(event)
 
     # -- inputs ---------------------------------------------------------------------
 
@@ -102,15 +118,7 @@ class Lifecycle:
                 self._emit(LifecycleEvent("starting", message=sup.detail))
         elif sup.state == "exited":
             if self.state != "failed":
-                code = "an unknown code" if sup.exit_code is None else f"code {sup.exit_code}"
-                self._emit(
-                    LifecycleEvent(
-                        "failed",
-                        message=f"the engine exited with {code}",
-                        exit_code=sup.exit_code,
-                        log_tail=tuple(self.log_lines),
-                    )
-                )
+                self._emit(exited_event(sup.exit_code, self.log_lines))
         elif self.state != "stopped":
             self._emit(LifecycleEvent("stopped", message=sup.detail))
 
@@ -132,7 +140,7 @@ class Lifecycle:
 
     def feed_health(self, ok: bool) -> None:
         if ok and self.state in ("starting", "loading"):
-            self._emit(LifecycleEvent("ready", message="/health answers 200"))
+            self._emit(LifecycleEvent("ready", message=HEALTHY))
 
     def fail(self, message: str, log_tail: list[str] | None = None) -> None:
         """A failure decided outside the machine (e.g. timed out waiting)."""

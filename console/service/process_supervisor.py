@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from console.errors import ServiceError
 from console.service.launch import LaunchConfig, ServiceFiles
 from console.service.supervisor import SupervisorState
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport, check
 
 _WRAPPER = r"""
@@ -47,9 +48,12 @@ alive() {
 
 
 class ProcessSupervisor:
-    def __init__(self, transport: Transport, files: ServiceFiles) -> None:
+    def __init__(
+        self, transport: Transport, files: ServiceFiles, *, timings: ConsoleSettings | None = None
+    ) -> None:
         self.transport = transport
         self.files = files
+        self.timings = timings or DEFAULT_SETTINGS
 
     def _q(self, path: str) -> str:
         return shlex.quote(path)
@@ -75,7 +79,7 @@ i=0
 while [ ! -s {self._q(f.pid)} ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 [ -s {self._q(f.pid)} ] || {{ echo "the service did not write its pid file" >&2; exit 5; }}
 """
-        result = await self.transport.run(script, timeout=30)
+        result = await self.transport.run(script, timeout=self.timings.command_timeout_s)
         if result.exit_code == 3:
             raise ServiceError(
                 f"The service is already running on {self.transport.name} ({result.last_line()}); "
@@ -86,7 +90,8 @@ while [ ! -s {self._q(f.pid)} ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); do
                 f"Starting the service on {self.transport.name} failed: {result.last_line()}."
             )
 
-    async def stop(self, timeout: float = 20.0) -> None:
+    async def stop(self, timeout: float | None = None) -> None:
+        timeout = self.timings.stop_timeout_s if timeout is None else timeout
         f = self.files
         ticks = max(1, int(timeout * 10))
         script = f"""{_ALIVE}
@@ -116,7 +121,12 @@ if [ -n "$pid" ] && alive "$pid"; then echo "running $pid"; exit 0; fi
 if [ -f {self._q(f.exitcode)} ]; then echo "exited $pid $(cat {self._q(f.exitcode)})"
 else echo "exited $pid unknown"; fi
 """
-        result = await check(self.transport, script, "Reading the service state", timeout=30)
+        result = await check(
+            self.transport,
+            script,
+            "Reading the service state",
+            timeout=self.timings.command_timeout_s,
+        )
         words = result.stdout.split()
         if not words:
             raise ServiceError(
@@ -140,6 +150,7 @@ else echo "exited $pid unknown"; fi
 
     async def log_tail(self, lines: int = 50) -> list[str]:
         result = await self.transport.run(
-            f"tail -n {int(lines)} {self._q(self.files.log)} 2>/dev/null", timeout=30
+            f"tail -n {int(lines)} {self._q(self.files.log)} 2>/dev/null",
+            timeout=self.timings.command_timeout_s,
         )
         return result.stdout.splitlines()

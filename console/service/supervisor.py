@@ -24,8 +24,9 @@ class Supervisor(Protocol):
         """Start the service with this config; it must outlive the console."""
         ...
 
-    async def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL after `timeout` seconds. Stopping a stopped service is fine."""
+    async def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM, then SIGKILL after `timeout` seconds (None: the settings'
+        `stop_timeout_s`). Stopping a stopped service is fine."""
         ...
 
     async def state(self) -> SupervisorState: ...

@@ -17,6 +17,7 @@ from console.errors import ServiceError
 from console.service.launch import LaunchConfig, ServiceFiles
 from console.service.supervisor import SupervisorState
 from console.service.unit import render_dropin, render_unit
+from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport, check, expand_path
 
 
@@ -56,6 +57,8 @@ class SystemdSupervisor:
         unit: str,
         service: str,
         stop_timeout: float = 30.0,
+        *,
+        timings: ConsoleSettings | None = None,
     ) -> None:
         self.transport = transport
         self.files = files
@@ -64,6 +67,7 @@ class SystemdSupervisor:
         self.service = service
         self.stop_timeout = stop_timeout
         self._since: str | None = None
+        self.timings = timings or DEFAULT_SETTINGS
 
     def _prefix(self) -> list[str]:
         return ["sudo", "-n"] if self.settings.sudo else []
@@ -118,10 +122,12 @@ class SystemdSupervisor:
 
     async def start(self, config: LaunchConfig) -> None:
         await self.install(config)
-        now = await self.transport.run(["date", "+%s"], timeout=30)
+        now = await self.transport.run(["date", "+%s"], timeout=self.timings.command_timeout_s)
         self._since = f"@{now.stdout.strip()}" if now.ok and now.stdout.strip().isdigit() else None
         # Forget an earlier failure so `failed` afterwards means this start failed.
-        await self.transport.run(self._systemctl("reset-failed", self.unit), timeout=30)
+        await self.transport.run(
+            self._systemctl("reset-failed", self.unit), timeout=self.timings.command_timeout_s
+        )
         result = await self.transport.run(self._systemctl("start", self.unit), timeout=120)
         if not result.ok:
             raise ServiceError(
@@ -129,7 +135,8 @@ class SystemdSupervisor:
                 f"{result.last_line()}."
             )
 
-    async def stop(self, timeout: float = 20.0) -> None:
+    async def stop(self, timeout: float | None = None) -> None:
+        timeout = self.timings.stop_timeout_s if timeout is None else timeout
         result = await self.transport.run(self._systemctl("stop", self.unit), timeout=timeout + 60)
         # Exit 5: the unit is not loaded, i.e. there is nothing to stop.
         if not result.ok and result.exit_code != 5:
@@ -145,7 +152,7 @@ class SystemdSupervisor:
                 self.unit,
             ),
             "systemctl show",
-            timeout=30,
+            timeout=self.timings.command_timeout_s,
         )  # fmt: skip
         return state_from_show(parse_show(result.stdout))
 
@@ -158,7 +165,9 @@ class SystemdSupervisor:
             yield line
 
     async def log_tail(self, lines: int = 50) -> list[str]:
-        result = await self.transport.run(self._journalctl("-n", str(int(lines))), timeout=30)
+        result = await self.transport.run(
+            self._journalctl("-n", str(int(lines))), timeout=self.timings.command_timeout_s
+        )
         if not result.ok:
             raise ServiceError(
                 f"journalctl for {self.unit} failed on {self.transport.name}: {result.last_line()}."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from console.config import HostProfile
+from console.settings import ConsoleSettings
 from console.transport.base import (
     Command,
     CommandFailed,
@@ -41,7 +42,10 @@ def __getattr__(name: str) -> Any:
 
 
 def open_transport(
-    profile: HostProfile, *, confirm_host_key: ConfirmHostKey | None = None
+    profile: HostProfile,
+    *,
+    confirm_host_key: ConfirmHostKey | None = None,
+    settings: ConsoleSettings | None = None,
 ) -> Transport:
     """The transport for a profile; SSH connects lazily on first use."""
     if profile.ssh is None:
@@ -58,7 +62,9 @@ def open_transport(
         connect_timeout=ssh.connect_timeout,
         keepalive_interval=ssh.keepalive_interval,
     )
-    return SSHTransport(options, name=profile.name, confirm_host_key=confirm_host_key)
+    return SSHTransport(
+        options, name=profile.name, confirm_host_key=confirm_host_key, settings=settings
+    )
 
 
 __all__ = [

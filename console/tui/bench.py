@@ -217,7 +217,6 @@ async def in_app_figures(
 
     from console.config import HostProfile, LaunchProfile
     from console.service import EngineService
-    from console.transport import open_transport
     from console.tui.app import SpecConsoleApp
     from console.tui.screens.dashboard import DashboardScreen, chart_series
     from console.tui.settings import TuiSettings
@@ -229,9 +228,9 @@ async def in_app_figures(
         state_dir=str(work / "state"),
         launch=LaunchProfile(python=sys.executable),
     )
-    transport = open_transport(profile)
-    service = EngineService(profile, transport)
-    app = SpecConsoleApp("bench", settings=TuiSettings(), service=service)
+    # The app holds the opened service for its whole run and closes its session on exit.
+    opened = EngineService.open(profile)
+    app = SpecConsoleApp("bench", settings=TuiSettings(), service=opened.service)
     cols, rows = TERMINAL
     async with app.run_test(size=(cols, rows)) as pilot:
         deadline = time.monotonic() + 60

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from console.config import HostProfile
 from console.errors import ConsoleError
+from console.hosts import resolve_host
 from console.service import EngineService
-from console.transport import HostKeyChanged, HostKeyInfo, Transport, open_transport
+from console.transport import HostKeyChanged, HostKeyInfo, Transport
 from console.tui.actions import one_line
 from console.tui.screens.connect import ConnectScreen
 from console.tui.screens.modals import HostKeyScreen
@@ -29,8 +30,10 @@ Connector = Callable[[HostProfile, Callable[[HostKeyInfo], Awaitable[bool]]], An
 def default_connector(
     profile: HostProfile, confirm: Callable[[HostKeyInfo], Awaitable[bool]]
 ) -> tuple[EngineService, Transport]:
-    transport = open_transport(profile, confirm_host_key=confirm)
-    return EngineService(profile, transport), transport
+    # The session outlives any one block (it is closed on unmount), so the opened pair
+    # is taken as it is rather than entered.
+    opened = EngineService.open(profile, confirm_host_key=confirm)
+    return opened.service, opened.transport
 
 
 class HostConnection:
@@ -42,7 +45,6 @@ class HostConnection:
 
     def connect(self, host: str) -> None:
         """Resolve `host`, open its transport and read its state (host keys asked here)."""
-        from console.commands.ui import resolve_host
 
         app = self.app
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,28 @@ def test_set_without_yes_off_a_terminal_changes_nothing(
     assert "+--speculative-draft-window-size 64" in result.stdout
     assert result.returncode != 0 and "pass --yes" in result.stderr
     assert not (tmp_path / "state" / "lab" / "launch.json").exists()
+
+
+def test_status_resolves_an_ssh_destination_as_connect_does(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
+    # No profile: `status user@host:port` gets the session profile `connect` would, with
+    # the key and known_hosts from ~/.ssh/config (HOME is this test's own).
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd_server.known_hosts_line())
+    (home / ".ssh" / "config").write_text(
+        f"Host 127.0.0.1\n    IdentityFile {sshd_server.client_key}\n"
+        f"    UserKnownHostsFile {known}\n"
+    )
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("SSH_AUTH_SOCK", None)
+    destination = f"root@127.0.0.1:{sshd_server.port}"
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "status", destination],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    session = f"root-127.0.0.1-{sshd_server.port}"
+    assert result.stdout.startswith(f"{session}: stopped (builtin, process supervisor")

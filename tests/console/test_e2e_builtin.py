@@ -85,8 +85,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 async def test_flag_change_rollback_and_failure_recovery(service: EngineService) -> None:
-    seen: list[LifecycleEvent] = []
-    service.add_listener(seen.append)
+    subscription = service.events.open()  # every lifecycle event from here on
     host = service.profile.name
     files = await service.files()
     launch_json = Path(files.launch)
@@ -94,6 +93,7 @@ async def test_flag_change_rollback_and_failure_recovery(service: EngineService)
     # Start: the profile's flags become the launch config; ready via log and /health.
     event = await service.start(wait=True, timeout=120)
     assert event.state == "ready", event.describe()
+    seen: list[LifecycleEvent] = subscription.pending()
     assert [e.state for e in seen][:1] == ["starting"] and seen[-1].state == "ready"
     assert await _window(service) is None
 

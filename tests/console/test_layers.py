@@ -5,7 +5,8 @@ the core (`measure`, `store`), which uses `service`, which uses `backends` and
 `transport`; everything may use the foundation (`errors`, `config`, `settings`,
 `events`, `hosts`). Nothing imports
 upward, the TUI never imports the CLI's `commands`, and no module takes part in an import
-loop. Imports inside functions count too: a lazy import is still a dependency.
+loop. Imports inside functions count too: a lazy import is still a dependency. Imports
+under `if TYPE_CHECKING:` count for the layer order but not as loops: they never run.
 """
 
 from __future__ import annotations
@@ -45,7 +46,17 @@ def _resolve(root: Path, module: str, name: str | None) -> str:
     return module
 
 
-def import_graph(root: Path) -> dict[str, set[str]]:
+def _type_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:` (annotations only)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(test or ast.Pass()):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def import_graph(root: Path, *, type_only: bool = True) -> dict[str, set[str]]:
     """Module -> the modules of this package it imports (absolute and relative)."""
     top = root.name
     graph: dict[str, set[str]] = {}
@@ -53,7 +64,11 @@ def import_graph(root: Path) -> dict[str, set[str]]:
         name = _module_name(root, path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        skip = set() if type_only else _type_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name.split(".")[0] == top)
             elif isinstance(node, ast.ImportFrom):
@@ -131,7 +146,7 @@ def test_console_imports_run_one_way() -> None:
 
 
 def test_console_has_no_import_loop() -> None:
-    assert import_cycles(import_graph(CONSOLE)) == []
+    assert import_cycles(import_graph(CONSOLE, type_only=False)) == []
 
 
 def test_the_checks_catch_an_upward_import_and_a_loop(tmp_path: Path) -> None:
@@ -142,6 +157,9 @@ def test_the_checks_catch_an_upward_import_and_a_loop(tmp_path: Path) -> None:
         "service/__init__.py": "",
         "service/core.py": "from console.tui.app import App\nfrom . import helper\n",
         "service/helper.py": "def f():\n    from .core import x  # lazy, still a loop\n",
+        "service/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from .untyped import y\n",
+        "service/untyped.py": "from .typed import z\n",
         "tui/__init__.py": "",
         "tui/app.py": "from console.commands.base import run\nApp = 1\n",
         "commands/__init__.py": "",
@@ -156,3 +174,7 @@ def test_the_checks_catch_an_upward_import_and_a_loop(tmp_path: Path) -> None:
         "console.tui.app imports console.commands.base",
     ]
     assert ["console.service.core", "console.service.helper"] in import_cycles(graph)
+    assert ["console.service.typed", "console.service.untyped"] in import_cycles(graph)
+    assert import_cycles(import_graph(root, type_only=False)) == [
+        ["console.service.core", "console.service.helper"]
+    ]

@@ -63,9 +63,9 @@ def test_cache_entries_hold_only_for_their_fingerprint(tmp_path: Path) -> None:
 
 async def test_first_start_uses_the_engines_spelling_with_a_notice(tmp_path: Path) -> None:
     service = _builtin(tmp_path, **{"speculative-dflash-draft-window-size": 64})
-    events: list[LifecycleEvent] = []
-    service.add_listener(events.append)
-    config = await service._first_config()
+    async with service.subscribe() as subscription:
+        config = await service._first_config()
+        events: list[LifecycleEvent] = subscription.pending()
     assert config.flags["speculative-draft-window-size"] == 64
     assert "--speculative-dflash-draft-window-size" not in config.argv
     assert [e.message for e in events] == [

@@ -11,6 +11,7 @@ import asyncssh
 import pytest
 import pytest_asyncio
 
+from console.settings import Backoff
 from console.transport import LinkLost, SSHOptions, SSHTransport
 
 pytestmark = pytest.mark.timeout(60)
@@ -86,7 +87,7 @@ async def fault_server(tmp_path: Path) -> AsyncIterator[FaultServer]:
         connect_timeout=5,
         keepalive_interval=0.2,
         keepalive_count_max=2,
-        reconnect_backoff=0.05,
+        backoff=Backoff(start_s=0.05),
     )
     _FROZEN.clear()
     server_ref.append(FaultServer(port, options))

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.errors import TransportError
+from console.settings import Backoff
 from console.transport import (
     CommandTimeout,
     HostKeyChanged,
@@ -191,7 +192,7 @@ async def test_proxyjump_goes_through_a_second_hop(ssh_options: SSHOptions) -> N
     t = SSHTransport(dataclasses.replace(ssh_options, destination="jumped"))
     try:
         assert (await t.run(["echo", "via jump"])).stdout == "via jump\n"
-        assert len(t._conns) == 2  # the jump host, then the destination through it
+        assert len(t.link.conns) == 2  # the jump host, then the destination through it
     finally:
         await t.close()
 
@@ -220,7 +221,7 @@ async def test_timeout_ends_the_remote_command_and_the_connection_still_works(
 async def test_unreachable_host_and_refused_login(ssh_options: SSHOptions, tmp_path: Path) -> None:
     closed = dataclasses.replace(
         ssh_options, destination=f"root@127.0.0.1:{free_port()}",
-        reconnect_attempts=2, reconnect_backoff=0.05,
+        reconnect_attempts=2, backoff=Backoff(start_s=0.05),
     )  # fmt: skip
     with pytest.raises(TransportError, match=r"Could not reach .* Gave up after 2 attempts"):
         await SSHTransport(closed).run(["true"])

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from console.commands.ui import connect_targets, resolve_host, ssh_config_hosts
 from console.config import HostProfile, save_profile
 from console.errors import ConfigError
+from console.hosts import connect_targets, resolve_host, ssh_config_hosts
 from console.tui import keys
 from console.tui.app import SpecConsoleApp
 from console.tui.screens.connect import ConnectScreen

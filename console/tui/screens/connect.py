@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from console.commands.ui import connect_targets
+from console.hosts import connect_targets
 from console.tui.messages import ConnectTo, send
 from console.tui.state import session_of
 
