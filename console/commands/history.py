@@ -118,6 +118,12 @@ async def cmd_history_show(args: argparse.Namespace) -> int:
     if run.live:
         print(f"\nlive samples: {len(run.live)}")
         print(_live_table(run))
+    if run.gpu:
+        from console.commands.gpu import gpu_table  # imports this module's `table`
+
+        gpus = len({s.index for s in run.gpu})
+        print(f"\ngpu samples: {len(run.gpu)} ({gpus} GPU{'s' if gpus != 1 else ''})")
+        print(gpu_table(run.gpu, with_time=True))
     if not run.requests and not run.live:
         print("\n(no samples)")
     return 0
