@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 from console.commands.base import HostCommand, Parser, err
+from console.commands.gpu import gpu_table
 from console.measure import format as fmt
 from console.measure.format import table
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
@@ -117,6 +118,10 @@ async def cmd_history_show(args: argparse.Namespace) -> int:
     if run.live:
         print(f"\nlive samples: {len(run.live)}")
         print(_live_table(run))
+    if run.gpu:
+        gpus = len({s.index for s in run.gpu})
+        print(f"\ngpu samples: {len(run.gpu)} ({gpus} GPU{'s' if gpus != 1 else ''})")
+        print(gpu_table(run.gpu, with_time=True))
     if not run.requests and not run.live:
         print("\n(no samples)")
     return 0

@@ -13,8 +13,10 @@ formats without a running engine. The rules they follow:
   series does the wall clock stand in, and the sample's note says so.
 - Commit length includes the bonus token everywhere (SGLang's `accept len`, vLLM's
   `1 + accepted / drafts`, our committed / verify steps), so `tok/s = commit / step time`.
-- SGLang has no speculative counters at all, only gauges it refreshes every decode-log
-  interval; a scrape there yields its last-interval figures, once per refresh.
+- Older SGLang has no speculative counters, only gauges it refreshes every decode-log
+  interval; a scrape there yields its last-interval figures, once per refresh. Where
+  `sglang:spec_verify_calls_total` exists the commit length is exact over the scrape
+  window instead (tokens / verify calls), and `spec_source` says which one a sample holds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from console.backends.logparse import (
     parse_vllm_spec,
     parse_vllm_throughput,
 )
+from console.measure import spec_fields
 from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import MetricsScrape
 
@@ -217,6 +220,8 @@ def _vllm(prev: MetricsScrape, cur: MetricsScrape) -> LiveSample | None:
         queue=_int(cur.total(VLLM_WAITING)),
         running=_int(cur.total(VLLM_RUNNING)),
         note=note,
+        spec_source=spec_fields.VLLM_COUNTERS if commit is not None else None,
+        per_position=spec_fields.vllm_position_rates(prev, cur),
     )
 
 
@@ -226,11 +231,26 @@ def _sglang(prev: MetricsScrape, cur: MetricsScrape) -> LiveSample | None:
 
     now = figures(cur)
     tput = now[0]
+    exact = spec_fields.sglang_window_commit(prev, cur)
     # The gauges change only when SGLang logs a decode interval: unchanged gauges mean no
-    # new interval, so nothing new to say (however long the engine has been idle).
+    # new interval, so nothing new to say (however long the engine has been idle), except
+    # the exact commit length where the verify-call counter moved in this window.
     if now == figures(prev) or tput is None or tput <= 0:
-        return None
+        if exact is None:
+            return None
+        return LiveSample(
+            t=cur.t,
+            source="metrics",
+            commit_len=exact[0],
+            context_tokens=_positive_int(now[2]),
+            queue=_int(cur.total(SGL_QUEUE)),
+            running=_int(cur.total(SGL_RUNNING)),
+            spec_source=spec_fields.SGLANG_VERIFY_COUNTER,
+        )
     accept = now[1] if now[1] is not None and now[1] > 0 else None
+    spec_source = spec_fields.SGLANG_GAUGE if accept is not None else None
+    if exact is not None:
+        accept, spec_source = exact[0], spec_fields.SGLANG_VERIFY_COUNTER
     tokens_per_step = accept if accept is not None else 1.0
     return LiveSample(
         t=cur.t,
@@ -241,7 +261,9 @@ def _sglang(prev: MetricsScrape, cur: MetricsScrape) -> LiveSample | None:
         context_tokens=_positive_int(now[2]),
         queue=_int(cur.total(SGL_QUEUE)),
         running=_int(cur.total(SGL_RUNNING)),
-        note="SGLang's last decode-log interval (gauges)",
+        note="SGLang's last decode-log interval (gauges)"
+        + ("; commit exact over the scrape window" if exact is not None else ""),
+        spec_source=spec_source,
     )
 
 

@@ -86,6 +86,10 @@ class RequestSample:
     repetition: float | None = None
     # the engine's own per-round record where it gives one (ours): [context, step_s, commit]
     rounds: list[list[float]] | None = None
+    # the engine's own spec-decode figures (`spec_fields.SpecDetails.as_dict()`) and which
+    # field set they came from; verify_steps above is taken from them where present
+    spec: dict[str, Any] | None = None
+    spec_source: str | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
     retried: bool = False  # taken again after the link dropped mid-request
     text: str = ""
@@ -131,6 +135,9 @@ class LiveSample:
     queue: int | None = None
     running: int | None = None
     note: str = ""  # e.g. "reconnected after 4.1 s"
+    # which series the commit length came from (an exact counter or a last-interval gauge)
+    spec_source: str | None = None
+    per_position: list[float] | None = None  # acceptance at each draft position (vLLM)
 
     @property
     def provenance(self) -> str:

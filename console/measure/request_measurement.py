@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from console.measure import spec_fields
 from console.measure.prompts import repetition_share
 from console.measure.records import DecodeSource, RequestSample
 from console.service.engine_client import (
@@ -68,6 +69,7 @@ class _Figures:
     text: str
     output_ids: list[int] | None
     rounds: list[list[float]] | None
+    spec: spec_fields.SpecDetails | None = None
 
 
 def native_body(spec: RequestSpec, engine: str) -> dict[str, Any]:
@@ -132,6 +134,7 @@ def _native_figures(response: TimedResponse) -> _Figures:
         text=str(response.body.get("text", "")),
         output_ids=response.body.get("output_ids"),
         rounds=rounds,
+        spec=spec_fields.from_sglang_meta(meta),
     )
 
 
@@ -176,8 +179,10 @@ def _completions_figures(
     per_request = body.get("metrics") if isinstance(body.get("metrics"), dict) else None
     if per_request and per_request.get("generation_time_ms"):
         decode_s, source = float(per_request["generation_time_ms"]) / 1000.0, "server"
-        spec = per_request.get("speculative_decoding") or {}
-        steps = spec.get("num_spec_steps")
+    # Best first: the engine's own per-request block, else the counters around the request.
+    spec = spec_fields.from_openai_body(body) or spec_fields.vllm_request_delta(before, after)
+    if spec is not None:
+        steps = spec.verify_steps
     if decode_s is None:
         d = _delta(before, after, "vllm:request_decode_time_seconds_sum")
         if d is not None and d > 0:
@@ -195,6 +200,7 @@ def _completions_figures(
         text=text,
         output_ids=None,
         rounds=None,
+        spec=spec,
     )
 
 
@@ -307,6 +313,8 @@ async def measure_request(
         decode_context=int(prompt_tokens) + n / 2,
         repetition=repetition_share(output),
         rounds=fig.rounds,
+        spec=fig.spec.as_dict() if fig.spec is not None else None,
+        spec_source=fig.spec.source if fig.spec is not None else None,
         flagged=flagged,
         text=fig.text,
         t=time.time(),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from console.errors import ConsoleError, TransportError
+from console.measure.gpu_recorder import record_gpus
 from console.measure.prompts import PromptLibrary, window
 from console.measure.records import RequestSample, RunInfo, RunStatus, flags_hash
 from console.measure.request_measurement import NATIVE_ENGINES, RequestSpec, measure_request
@@ -240,6 +241,8 @@ class MeasureSession:
             record = RunRecord(info)
             if self.store is not None:
                 record.run_id = await self.store.start_run(info)
+            # GPU telemetry beside the step times (nothing on a host without GPUs).
+            gpus = record_gpus(self.service.transport, self.store, record.run_id)
             try:
                 yield record
                 record.status = "complete"
@@ -250,6 +253,7 @@ class MeasureSession:
                 record.status = "failed" if not record.samples else "incomplete"
                 raise
             finally:
+                await asyncio.shield(gpus.stop())
                 if self.store is not None and record.run_id is not None:
                     # Shielded: a Ctrl-C must not stop the run being marked.
                     await asyncio.shield(

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 from console.measure.records import LiveSample, RequestSample, RunInfo, RunStatus
-from console.store import schema
+from console.service.gpu_sample import GpuSample
+from console.store import gpu_samples, schema
 from console.store.errors import HistoryError
 from console.store.paths import default_history_path
 from console.store.run_writer import RunWriter, is_alive
@@ -51,6 +52,7 @@ class StoredRun:
     summary: dict[str, Any] | None
     requests: tuple[RequestSample, ...] = ()
     live: tuple[LiveSample, ...] = ()
+    gpu: tuple[GpuSample, ...] = ()  # per GPU per moment, where the host reported GPUs
     request_count: int = 0
     live_count: int = 0
     writer_pid: int | None = None
@@ -74,6 +76,8 @@ class StoredRun:
         if self.samples_loaded:
             data["requests"] = [s.as_dict() for s in self.requests]
             data["live"] = [s.as_dict() for s in self.live]
+            if self.gpu:
+                data["gpu"] = [s.as_dict() for s in self.gpu]
         return data
 
 
@@ -173,6 +177,10 @@ class RunStore:
             db.execute(sql, row)  # autocommit: this statement is its own transaction
         except sqlite3.IntegrityError as exc:  # the foreign key: no such run
             raise _unknown_run(run_id) from exc
+
+    async def add_gpu(self, run_id: int, samples: list[GpuSample]) -> None:
+        """Store one moment's GPU samples (all GPUs of the host), committed together."""
+        await self._call(lambda db: gpu_samples.insert(db, run_id, samples))
 
     async def finish_run(
         self, run_id: int, status: RunStatus, summary: dict[str, Any] | None = None
@@ -430,6 +438,7 @@ def _with_samples(db: sqlite3.Connection, run: StoredRun) -> StoredRun:
         run,
         requests=requests,
         live=live,
+        gpu=gpu_samples.select(db, run.id),
         request_count=len(requests),
         live_count=len(live),
         samples_loaded=True,

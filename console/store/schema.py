@@ -10,6 +10,7 @@ Versions:
   1  runs and their request samples
   2  live samples; the writer's pid and start time, so a run whose writer died can be
      told from one still being written; indexes for the history's filters
+  3  GPU samples taken during a run (utilisation, memory, power, clocks per GPU)
 """
 
 from __future__ import annotations
@@ -82,8 +83,31 @@ def _v2_live_and_writer(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_status ON runs(status)")
 
 
+def _v3_gpu_samples(db: sqlite3.Connection) -> None:
+    # One row per GPU per sampling moment, beside the run's request and live samples.
+    db.execute(
+        """CREATE TABLE gpu_samples (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            t REAL NOT NULL,
+            gpu_index INTEGER NOT NULL,
+            utilization_pct REAL,
+            memory_used_mib REAL,
+            memory_total_mib REAL,
+            power_w REAL,
+            sm_clock_mhz REAL,
+            mem_clock_mhz REAL
+        )"""
+    )
+    db.execute("CREATE INDEX gpu_samples_run_t ON gpu_samples(run_id, t)")
+
+
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: tuple[Migration, ...] = (_v1_runs_and_requests, _v2_live_and_writer)
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_runs_and_requests,
+    _v2_live_and_writer,
+    _v3_gpu_samples,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -56,7 +56,8 @@ class SSHServer:
 
 
 @contextlib.contextmanager
-def run_sshd(root: Path) -> Iterator[SSHServer]:
+def run_sshd(root: Path, extra_config: str = "") -> Iterator[SSHServer]:
+    """`extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for fake tools)."""
     if not os.path.exists(SSHD):
         raise FileNotFoundError(SSHD)
     root.mkdir(parents=True, exist_ok=True)
@@ -88,7 +89,7 @@ Subsystem sftp internal-sftp
 MaxStartups 100:30:200
 MaxSessions 100
 LogLevel ERROR
-"""
+{extra_config}"""
     )
     host_key_pub = host_key.export_public_key("openssh").decode().strip()
     known_hosts = root / "known_hosts"

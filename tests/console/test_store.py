@@ -70,6 +70,8 @@ def request_sample(
         "decode_context": context + 64.0,
         "repetition": 0.125,
         "rounds": [[float(context), 0.031, 3.0], [context + 3.0, 0.032, 4.0]],
+        "spec": {"source": "sglang meta_info", "verify_steps": 43, "histogram": [1, 2, 40]},
+        "spec_source": "sglang meta_info",
         "flagged": None,
         "retried": True,
         "text": 'def f():\n    return "a, b"\n',
@@ -90,6 +92,8 @@ def live_sample(i: int = 0, **changes: Any) -> LiveSample:
         "queue": 2,
         "running": 1,
         "note": f"point {i}",
+        "spec_source": "vllm:spec_decode counters",
+        "per_position": [0.9, 0.75, 0.5],
     }
     values.update(changes)
     return LiveSample(**values)

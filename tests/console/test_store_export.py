@@ -128,7 +128,7 @@ async def test_csv_export_reads_back_every_sample_of_every_run() -> None:
                 assert row[name] == "", name
             elif isinstance(value, bool):
                 assert row[name] == str(value).lower(), name
-            elif isinstance(value, list):
+            elif isinstance(value, list | dict):
                 assert json.loads(row[name]) == value, name
             else:
                 assert type(value)(row[name]) == value, name
