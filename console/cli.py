@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 from console import config as profiles
+from console.commands import breakeven as breakeven_commands
 from console.commands import history as history_commands
 from console.commands import live as live_commands
 from console.commands import measure as measure_commands
@@ -398,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each area registers its own commands (one module each, sharing `commands.base`).
     for module in (measure_commands, live_commands, history_commands, ui_commands, web_commands):
         module.register(sub, host_command)
+    breakeven_commands.register(sub, host_command)
     return parser
 
 

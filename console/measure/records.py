@@ -72,6 +72,9 @@ class RequestSample:
     repetition: float | None = None
     # the engine's own per-round record where it gives one (ours): [context, step_s, commit]
     rounds: list[list[float]] | None = None
+    # the output's token ids where the engine returns them: the per-round curve lines its
+    # loop marks up with the rounds (console/measure/round_curve.py)
+    output_ids: list[int] | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
     retried: bool = False  # taken again after the link dropped mid-request
     text: str = ""

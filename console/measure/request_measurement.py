@@ -307,6 +307,7 @@ async def measure_request(
         decode_context=int(prompt_tokens) + n / 2,
         repetition=repetition_share(output),
         rounds=fig.rounds,
+        output_ids=fig.output_ids,
         flagged=flagged,
         text=fig.text,
         t=time.time(),
