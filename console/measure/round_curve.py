@@ -165,6 +165,7 @@ def round_curve(
     rounds: Sequence[Sequence[float]],
     output: Sequence[Any] | None = None,
     *,
+    output_tokens: int | None = None,
     bin_tokens: int | None = None,
     smooth: int = 3,
     ngram: int = NGRAM,
@@ -175,15 +176,22 @@ def round_curve(
     `rounds` are `[context, step_s, commit]` as `RequestSample.rounds` holds them, in
     order. `output` is the output's token ids (without them the loop marks are None);
     the first output token comes from the prefill, so round r's tokens are output
-    positions `context_r - context_0 + 1` onwards. `bin_tokens` is the window
-    width in context tokens (default: the span split into about 16 windows).
+    positions `context_r - context_0 + 1` onwards. `output_tokens` (default: the length
+    of `output`) caps the rounds' commits: the last round can commit past `max_tokens`,
+    and the engine's record counts those tokens where the output does not, so with the
+    cap the commits add up to the request's N - 1 decode tokens. `bin_tokens` is the
+    window width in context tokens (default: the span split into about 16 windows).
     """
     if smooth < 1:
         raise ValueError("smooth must be at least 1")
     marks = repeated_ngram_marks(output, ngram) if output is not None else None
     base = int(rounds[0][0]) if rounds else 0
+    if output_tokens is None and output is not None:
+        output_tokens = len(output)
     parsed: list[CurveRound] = []
     for context, step_s, commit in rounds:
+        if output_tokens is not None:
+            commit = max(0.0, min(float(commit), output_tokens - 1 - (int(context) - base)))
         repeated = None
         if marks is not None:
             start = int(context) - base + 1
@@ -234,4 +242,6 @@ def sample_curve(sample: Any, **kwargs: Any) -> RoundCurve | None:
     if not sample.rounds:
         return None
     # Token ids only: text cannot be lined up with rounds (a token is not a character).
-    return round_curve(sample.rounds, getattr(sample, "output_ids", None), **kwargs)
+    output = getattr(sample, "output_ids", None)
+    kwargs.setdefault("output_tokens", sample.completion_tokens or None)
+    return round_curve(sample.rounds, output, **kwargs)
