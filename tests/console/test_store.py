@@ -70,6 +70,7 @@ def request_sample(
         "decode_context": context + 64.0,
         "repetition": 0.125,
         "rounds": [[float(context), 0.031, 3.0], [context + 3.0, 0.032, 4.0]],
+        "output_ids": [11, 12, 13, 14, 15, 16, 17],
         "flagged": None,
         "retried": True,
         "text": 'def f():\n    return "a, b"\n',
