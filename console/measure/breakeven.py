@@ -32,9 +32,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from console.config import FlagValue
 from console.measure import methods
@@ -47,6 +47,7 @@ LEVEL = 0.95
 VLLM_SPEC_FLAGS = ("speculative-config", "speculative-model", "num-speculative-tokens")
 
 Tick = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 # -- which flags switch speculation off ------------------------------------------------------
@@ -443,7 +444,11 @@ async def run_breakeven(
                 )
             ar_hash = await arm("speculation off", range(repeat))
         finally:
-            flags_after = await _restore(session, original, last_good_before, timeout)
+            flags_after, cancelled = await _finish_even_if_cancelled(
+                _restore(session, original, last_good_before, timeout)
+            )
+            if cancelled:
+                raise asyncio.CancelledError
         if flags_after != original:
             raise MeasureError(
                 f"The engine's flags after the run are not its original ones "
@@ -475,6 +480,24 @@ async def run_breakeven(
     return result
 
 
+async def _finish_even_if_cancelled(coro: Coroutine[Any, Any, T]) -> tuple[T, bool]:
+    """Run `coro` to its end even if this task is cancelled meanwhile (Ctrl-C lands during
+    the restore as easily as before it); returns its result and whether a cancellation
+    came, for the caller to pass on. A second Ctrl-C still stops the process (asyncio
+    raises KeyboardInterrupt then)."""
+    task = asyncio.ensure_future(coro)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled = True
+    return result, cancelled
+
+
 async def _restore(
     session: MeasureSession,
     original: dict[str, FlagValue],
@@ -486,7 +509,10 @@ async def _restore(
     service = session.service
     current = dict((await service.current_config()).flags)
     if current != original:
-        session.note(f"restoring the original flags on {service.profile.name}")
+        session.note(
+            f"restoring the original flags on {service.profile.name} (a second Ctrl-C "
+            f"abandons this; `specconsole rollback {service.profile.name}` then restores them)"
+        )
         plan = await service.plan(restore_changes(current, original))
         result = await service.apply(plan, timeout=timeout)
         if not result.ok:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -100,3 +101,24 @@ def test_breakeven_rows_hold_and_the_flags_come_back(host: str) -> None:
     ar = [s for s in stored["requests"] if s["flags_hash"] == data["ar_flags_hash"]]
     assert len(stored["requests"]) == 8 and len(ar) == 4
     assert all(s["commit_len"] == 1.0 for s in ar)  # one token a step without speculation
+
+    # Ctrl-C while speculation is off: the flags still come back, the run is incomplete.
+    interrupted = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "breakeven", host, "--contexts", "32",
+         "--output", "16", "--repeat", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    assert interrupted.stderr is not None
+    seen = ""
+    while "measuring with speculation off" not in seen:
+        line = interrupted.stderr.readline()
+        assert line, f"breakeven ended before the off arm: {seen}"
+        seen += line
+    interrupted.send_signal(signal.SIGINT)
+    _, rest = interrupted.communicate(timeout=180)
+    assert interrupted.returncode == 130, seen + rest
+    assert "restoring the original flags" in rest and "interrupted" in rest
+    assert _flags(host) == before
+    assert json.loads(_cli("status", host, "--json").stdout)["state"] == "ready"
+    runs = json.loads(_cli("history", "list", "--json").stdout)
+    assert runs[0]["method"] == "breakeven" and runs[0]["status"] == "incomplete"
