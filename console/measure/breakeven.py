@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from console.config import FlagValue
 from console.measure import methods
 from console.measure.records import RequestSample, RunInfo
+from console.measure.round_curve import LOOP_SHARE
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 
 METHOD = "breakeven"
@@ -171,6 +172,13 @@ class BreakevenRow:
     spec_tok_s: float
     ar_requests: int
     spec_requests: int
+    # mean share of the speculative outputs' 8-grams seen earlier in them: a looping output
+    # is easy to draft, so a high share means the measured commit is inflated by it
+    repeated: float | None = None
+
+    @property
+    def looping(self) -> bool:
+        return self.repeated is not None and self.repeated >= LOOP_SHARE
 
     @property
     def pays(self) -> bool:
@@ -188,6 +196,8 @@ class BreakevenRow:
             "spec_tok_s": self.spec_tok_s,
             "ar_requests": self.ar_requests,
             "spec_requests": self.spec_requests,
+            "repeated": self.repeated,
+            "looping": self.looping,
             "pays": self.pays,
         }
 
@@ -208,6 +218,7 @@ class BreakevenRow:
             spec_tok_s=float(data["spec_tok_s"]),
             ar_requests=int(data["ar_requests"]),
             spec_requests=int(data["spec_requests"]),
+            repeated=data.get("repeated"),
         )
 
 
@@ -269,7 +280,12 @@ def breakeven_row(
         spec_tok_s=point.spec_tok_s,
         ar_requests=len(ar_ok),
         spec_requests=len(spec_ok),
+        repeated=_mean([s.repetition for s in spec_ok if s.repetition is not None]),
     )
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def breakeven_rows(
@@ -304,14 +320,20 @@ def table_lines(rows: Sequence[BreakevenRow]) -> list[str]:
     """The table as aligned text (the CLI prints it; the sweeps view can show it)."""
     lines = [
         f"{'context':>7}  {'AR step ms':<21}{'spec step ms':<21}{'commit needed':<19}"
-        f"{'commit measured':<19}{'speedup':<19}pays"
+        f"{'commit measured':<19}{'speedup':<19}{'pays':<6}repeats"
     ]
     for r in rows:
         lines.append(
             f"{r.context:>7}  {r.ar_step_s.text('{:.2f}', 1000):<21}"
             f"{r.spec_step_s.text('{:.2f}', 1000):<21}{r.needed_commit.text():<19}"
             f"{r.measured_commit.text():<19}{r.speedup.text():<19}"
-            f"{'yes' if r.pays else 'no'}"
+            f"{'yes' if r.pays else 'no':<6}{'-' if r.repeated is None else f'{r.repeated:.0%}'}"
+            f"{' (loop)' if r.looping else ''}"
+        )
+    if any(r.looping for r in rows):
+        lines.append(
+            "  (loop): most of the speculative output repeats itself, which a drafter predicts "
+            "easily; the measured commit there is inflated, not earned"
         )
     return lines
 

@@ -126,6 +126,16 @@ def test_rows_round_trip_through_the_stored_summary_and_print() -> None:
     assert isinstance(back[0], BreakevenRow)
 
 
+def test_a_looping_output_is_marked_on_its_row() -> None:
+    spec = [
+        sample(64, 33, 4, 0.04, SPEC, repetition=0.8),
+        sample(64, 33, 4, 0.04, SPEC, repetition=0.6),
+    ]
+    row = breakeven_row(64, spec, [sample(64, 33, 32, 0.096, AR)])
+    assert math.isclose(row.repeated or 0, 0.7) and row.looping and row.as_dict()["looping"]
+    assert "70% (loop)" in table_lines([row])[1] and "inflated" in table_lines([row])[-1]
+
+
 def test_flags_that_switch_speculation_off_per_engine() -> None:
     assert speculation_off("builtin", {"port": 30000}) == {"speculative-algorithm": "NONE"}
     assert speculation_off("builtin", {"speculative-algorithm": "dflash"}) == {
