@@ -496,9 +496,7 @@ async def run_breakeven(
         )  # fmt: skip
         if store is not None and record.run_id is not None:
             # Shielded: a Ctrl-C must not stop the run being marked.
-            await asyncio.shield(
-                store.finish_run(record.run_id, record.status, result.summary())  # type: ignore[arg-type]
-            )
+            await asyncio.shield(store.finish_run(record.run_id, record.status, result.summary()))
     return result
 
 
