@@ -14,6 +14,7 @@ import os
 import sys
 import textwrap
 
+from console.commands import breakeven as breakeven_commands
 from console.commands import gpu as gpu_commands
 from console.commands import history as history_commands
 from console.commands import hosts as hosts_commands
@@ -319,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each area registers its own commands (one module each, sharing `commands.base`).
     modules = (
         hosts_commands, measure_commands, live_commands, history_commands, ui_commands,
-        web_commands, gpu_commands,
+        web_commands, gpu_commands, breakeven_commands,
     )  # fmt: skip
     for module in modules:
         module.register(sub, host_command)

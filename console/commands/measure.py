@@ -28,6 +28,7 @@ from console.measure.methods import MethodResult
 from console.measure.numbers import NumberListError, parse_counts
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
+from console.measure.round_curve import sample_curve
 from console.measure.session import MeasureError, MeasureSession
 from console.measure.stats import PointSummary, Spread, spread
 from console.service import EngineService
@@ -114,8 +115,12 @@ def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
     if s.flagged:
         print(f"  FLAGGED (kept out of averages): {s.flagged}")
     if show_text and s.text:
-        print("  --- output ---")
-        print("  " + s.text.replace("\n", "\n  "))
+        print_sample_text(s)
+
+
+def print_sample_text(s: RequestSample) -> None:
+    print("  --- output ---")
+    print("  " + s.text.replace("\n", "\n  "))
 
 
 def _emit_json(result: MethodResult, extra: dict[str, Any] | None = None) -> None:
@@ -142,11 +147,16 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, stream=args.stream,
                 repeat=args.repeat, tick=tick,
             )  # fmt: skip
+        curves = [sample_curve(s) for s in result.samples]
         if args.json:
-            _emit_json(result)
+            _emit_json(result, {"round_curves": [c.as_dict() if c else None for c in curves]})
             return 0
         for i, sample in enumerate(result.samples):
-            print_sample(sample, show_text=i == len(result.samples) - 1)
+            print_sample(sample, show_text=False)
+            if curves[i] is not None:
+                print(f"  {curves[i].summary()}")
+            if i == len(result.samples) - 1 and sample.text:
+                print_sample_text(sample)
         if len(result.samples) > 1:
             print_points(result.points)
         _footer(result)

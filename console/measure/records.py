@@ -90,6 +90,9 @@ class RequestSample:
     # field set they came from; verify_steps above is taken from them where present
     spec: dict[str, Any] | None = None
     spec_source: str | None = None
+    # the output's token ids where the engine returns them: the per-round curve lines its
+    # loop marks up with the rounds (console/measure/round_curve.py)
+    output_ids: list[int] | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
     retried: bool = False  # taken again after the link dropped mid-request
     text: str = ""

@@ -315,6 +315,7 @@ async def measure_request(
         rounds=fig.rounds,
         spec=fig.spec.as_dict() if fig.spec is not None else None,
         spec_source=fig.spec.source if fig.spec is not None else None,
+        output_ids=fig.output_ids,
         flagged=flagged,
         text=fig.text,
         t=time.time(),

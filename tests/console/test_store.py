@@ -72,6 +72,7 @@ def request_sample(
         "rounds": [[float(context), 0.031, 3.0], [context + 3.0, 0.032, 4.0]],
         "spec": {"source": "sglang meta_info", "verify_steps": 43, "histogram": [1, 2, 40]},
         "spec_source": "sglang meta_info",
+        "output_ids": [11, 12, 13, 14, 15, 16, 17],
         "flagged": None,
         "retried": True,
         "text": 'def f():\n    return "a, b"\n',

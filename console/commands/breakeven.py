@@ -1,0 +1,82 @@
+"""`specconsole breakeven HOST --contexts ...`: where does speculation stop paying?
+
+Thin over `console.measure.breakeven`: it restarts the engine with speculation off and
+back (through the normal apply path) and prints, per context, both step times, the
+commit length needed to break even, the commit measured and the speedup, each with an
+interval; or `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
+from console.commands.measure import _ints, _progress, _session
+from console.measure.breakeven import (
+    LEVEL,
+    RESAMPLES,
+    BreakevenResult,
+    run_breakeven,
+    table_lines,
+)
+from console.service import EngineService
+
+
+def print_breakeven(result: BreakevenResult, host: str) -> None:
+    p = result.params
+    for line in table_lines(result.rows):
+        print(line)
+    print(
+        f"  needed = spec step / AR step; speedup = measured / needed = spec tok/s / AR tok/s. "
+        f"{p['output_tokens']} tokens of {p['text_type']} text per request, "
+        f"{p['repeat']} request(s) per arm and context; pooled figures (sum of tokens / "
+        f"steps / decode time), engine-side decode time; [{LEVEL:.0%} bootstrap over "
+        f"requests, {RESAMPLES} resamples, seed {p['seed']}]"
+    )
+    off = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
+    state = "restored" if result.restored else "NOT restored"
+    print(f"  speculation off with {off}; original flags {state}; took {result.seconds:.0f} s")
+    if result.run_id is not None:
+        print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
+
+
+async def cmd_breakeven(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "breakeven") as tick:
+            result = await run_breakeven(
+                session, contexts=args.contexts, output_tokens=args.output,
+                text_type=args.text, repeat=args.repeat, seed=args.seed,
+                timeout=args.timeout, tick=tick,
+            )  # fmt: skip
+        if args.json:
+            print(json.dumps(result.as_dict(), indent=2, default=str))
+        else:
+            print_breakeven(result, args.host)
+        if not result.restored:
+            err(f"The engine on {args.host} is not on its original flags; see above.")
+            return EXIT_FAILED
+        return 0
+
+    return await with_service(args, body)
+
+
+def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
+    """Add `breakeven` to the `specconsole` parser."""
+    p = host_command(
+        "breakeven",
+        "Speculation on vs off per context: commit needed to break even, measured, speedup.",
+    )
+    p.add_argument(
+        "--contexts", type=_ints, required=True, help="prompt lengths in tokens, e.g. 64,1k,1900"
+    )
+    p.add_argument("--output", type=int, default=128, help="output tokens per request")
+    p.add_argument("--text", default="code", help="text type (code, prose, repetitive)")
+    p.add_argument("--repeat", type=int, default=3, help="requests per arm and context")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
+    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
+    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
+    p.add_argument("--json", action="store_true", help="machine-readable output only")
+    p.set_defaults(func=cmd_breakeven)
