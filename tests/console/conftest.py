@@ -1,14 +1,17 @@
-"""Shared fixtures for console tests: isolated config dir, a real sshd, SSH options."""
+"""Shared fixtures for console tests: isolated config dir, a real sshd, SSH options, and
+one way to hold an engine service for a test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from console.config import SSHProfile
+from console.config import HostProfile, SSHProfile
+from console.service import EngineService
 from console.transport import SSHOptions
 from tests.console.sshd import SSHD, SSHServer, run_sshd
 from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
@@ -20,6 +23,33 @@ def require_sshd() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"OpenSSH server not installed ({SSHD} missing) and CI=true")
         pytest.skip(f"OpenSSH server not installed ({SSHD} missing)")
+
+
+@contextlib.asynccontextmanager
+async def engine_service(
+    profile: HostProfile,
+    *,
+    start: bool = False,
+    stop: bool = True,
+    timeout: float = 180.0,
+    before_stop: Callable[[], object] | None = None,
+) -> AsyncIterator[EngineService]:
+    """The profile's service, opened the way every command opens one; started and followed
+    to ready when `start`; the engine stopped afterwards when `stop` (tests leave none
+    running), then the session and transport closed. `before_stop` runs first (a test
+    that stopped its sshd starts it again: stopping the engine needs the link)."""
+    async with EngineService.open(profile) as service:
+        if start:
+            event = await service.start(wait=True, timeout=timeout)
+            assert event.state == "ready", event.describe()
+        try:
+            yield service
+        finally:
+            if before_stop is not None:
+                before_stop()
+            if stop:
+                with contextlib.suppress(Exception):
+                    await service.stop(timeout=10)
 
 
 def ssh_profile_for(server: SSHServer, tmp_path: Path) -> SSHProfile:

@@ -14,9 +14,9 @@ import pytest
 
 from console.measure.records import LiveSample, RequestSample
 from console.store import RunStore
-from tests.console.test_store import live_sample, request_sample, run_info
+from tests.console.factories import live_sample, request_sample, run_info
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

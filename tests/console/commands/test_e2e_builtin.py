@@ -20,6 +20,7 @@ from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
 from console.errors import FlagError
 from console.service import EngineService, LifecycleEvent
 from console.transport import open_transport
+from tests.console.conftest import engine_service
 from tests.console.sshd import SSHServer, free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
@@ -62,13 +63,8 @@ async def service(
 ) -> AsyncIterator[EngineService]:
     profile = _profile(request.param, tmp_path, tiny_pair, request)
     save_profile(profile)  # for the CLI calls below (isolated config dir)
-    transport = open_transport(profile)
-    svc = EngineService(profile, transport)
-    try:
+    async with engine_service(profile) as svc:
         yield svc
-    finally:
-        await svc.stop(timeout=10)
-        await transport.close()
 
 
 async def _window(svc: EngineService) -> int | None:

@@ -29,8 +29,7 @@ from console.measure.live import RECONNECTED, LiveSeries, is_link_sample
 from console.measure.live_samples import sample_from_log_line
 from console.measure.records import LiveSample
 from console.service import EngineService
-from console.transport import open_transport
-from tests.console.conftest import ssh_profile_for
+from tests.console.conftest import engine_service, ssh_profile_for
 from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
 
@@ -111,14 +110,8 @@ def _key(sample: LiveSample) -> tuple:
 async def local_service(tmp_path: Path) -> AsyncIterator[EngineService]:
     profile = _profile("live-local", tmp_path)
     save_profile(profile)  # the CLI subprocesses read it (isolated config dir)
-    transport = open_transport(profile)
-    svc = EngineService(profile, transport)
-    try:
+    async with engine_service(profile) as svc:
         yield svc
-    finally:
-        await svc.stop(timeout=10)
-        await svc.close()
-        await transport.close()
 
 
 async def test_watch_on_a_stopped_engine_is_one_sentence_and_exit_1(
@@ -176,15 +169,9 @@ async def ssh_service(
     ssh = ssh_profile_for(server, tmp_path)
     profile = _profile("live-ssh", tmp_path, ssh)
     save_profile(profile)
-    transport = open_transport(profile)
-    svc = EngineService(profile, transport)
-    try:
+    # A failed test may leave the sshd stopped; stopping the engine needs it.
+    async with engine_service(profile, before_stop=restartable_sshd.start) as svc:
         yield svc
-    finally:
-        restartable_sshd.start()  # a failed test may leave it stopped; stopping needs it
-        await svc.stop(timeout=10)
-        await svc.close()
-        await transport.close()
 
 
 async def test_watch_and_logs_follow_survive_sshd_restart(

@@ -11,7 +11,7 @@ import pytest
 
 from console.store import HistoryError, RunStore, default_history_path
 from console.store.schema import SCHEMA_VERSION
-from tests.console.test_store import live_sample, request_sample, run_info
+from tests.console.factories import live_sample, request_sample, run_info
 
 
 @pytest.fixture(autouse=True)

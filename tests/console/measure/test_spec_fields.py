@@ -18,7 +18,7 @@ from console.measure.request_measurement import RequestSpec, measure_request
 from console.service.engine_client import EngineClient, parse_metrics
 from console.transport import LocalTransport
 
-FIXTURES = Path(__file__).parent / "fixtures" / "spec_fields"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "spec_fields"
 HISTOGRAM = [3, 5, 4, 8]
 POSITIONS = [17 / 20, 12 / 20, 8 / 20]
 

@@ -29,7 +29,7 @@ from console.service.engine_service import EngineService
 from console.service.flags import ModelLimits, apply_changes, coerce
 from console.transport import LocalTransport
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 ENGINES = {"sglang": "sglang-0.5.23", "vllm": "vllm-0.33.0"}
 sys.path.insert(0, str(FIXTURES))
 import capture_engines  # noqa: E402

@@ -29,12 +29,12 @@ from console.store import RunStore
 from console.store.schema import SCHEMA_VERSION
 from console.transport import LocalTransport, SSHOptions, SSHTransport
 from tests.console.conftest import require_sshd
+from tests.console.factories import run_info
 from tests.console.sshd import SSHServer, run_sshd
-from tests.console.test_store import run_info
 
 pytestmark = pytest.mark.timeout(120)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # Two H100s under load and idle (nvidia-smi 550-series output, nounits), one reporting no
 # power reading, as boards behind some baseboards and MIG setups do.

@@ -23,8 +23,7 @@ from console.measure import methods
 from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
-from console.transport import open_transport
-from tests.console.conftest import ssh_profile_for
+from tests.console.conftest import engine_service, ssh_profile_for
 from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
 
@@ -156,15 +155,8 @@ async def ssh_service(
     server = restartable_sshd.server
     ssh = ssh_profile_for(server, tmp_path)
     profile = _profile("msweep-ssh", tmp_path, ssh)
-    transport = open_transport(profile)
-    svc = EngineService(profile, transport)
-    try:
+    async with engine_service(profile, before_stop=restartable_sshd.start) as svc:
         yield svc
-    finally:
-        restartable_sshd.start()
-        await svc.stop(timeout=10)
-        await svc.close()
-        await transport.close()
 
 
 async def test_sweep_through_ssh_survives_sshd_restart(

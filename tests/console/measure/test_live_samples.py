@@ -26,8 +26,8 @@ from console.measure.live_samples import (
 )
 from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import parse_metrics
+from tests.console.backends.test_logparse import sglang_mixin_line, vllm_line
 from tests.console.sshd import free_port
-from tests.console.test_logparse import sglang_mixin_line, vllm_line
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -188,7 +188,7 @@ def test_readiness_signals_per_backend() -> None:
 
 # -- lines built from the real SGLang 0.5.23 / vLLM 0.33.0 format strings ------------------
 
-ENGINE_FIXTURES = Path(__file__).parent / "fixtures" / "engines"
+ENGINE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "engines"
 
 
 def _formats(engine: str) -> dict:

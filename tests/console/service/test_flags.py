@@ -25,7 +25,7 @@ from console.service.launch import LaunchConfig, ServiceFiles
 from console.service.process_supervisor import ProcessSupervisor
 from console.transport import LocalTransport
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture(scope="module")

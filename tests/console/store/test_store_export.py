@@ -12,7 +12,7 @@ import pytest
 from console.measure.records import LiveSample, RequestSample
 from console.store import RunStore, StoredRun, compare, export_csv, export_json
 from console.store.export import CSV_COLUMNS
-from tests.console.test_store import live_sample, request_sample, run_info
+from tests.console.factories import live_sample, request_sample, run_info
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from console.measure.round_curve import repeated_ngram_marks, round_curve, sample_curve
-from tests.console.test_breakeven import sample
+from tests.console.measure.test_breakeven import sample
 
 
 def _rounds(commits: list[int], start: int = 100, step_s: float = 0.01) -> list[list[float]]:

@@ -21,7 +21,7 @@ from console.service.engine_service import EngineService
 from console.service.lifecycle import LifecycleEvent
 from console.transport import LocalTransport
 
-VLLM_HELP = Path(__file__).parent / "fixtures" / "engines" / "vllm-0.33.0" / "help-80.txt"
+VLLM_HELP = Path(__file__).parents[1] / "fixtures" / "engines" / "vllm-0.33.0" / "help-80.txt"
 
 
 def _builtin(tmp_path: Path, **flags: object) -> EngineService:

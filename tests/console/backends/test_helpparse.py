@@ -13,7 +13,7 @@ from console.backends.helpparse import parse_help
 from console.backends.notes import SGLANG_NOTES, VLLM_NOTES, merge_notes
 from console.backends.schema import flags_to_argv
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _schema(name: str, notes):

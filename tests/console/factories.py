@@ -1,0 +1,86 @@
+"""Records with every field set, for the tests of everything that stores or shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.measure.records import LiveSample, RequestSample, RunInfo
+
+
+def request_sample(
+    i: int = 0,
+    *,
+    context: int = 1024,
+    text_type: str = "code",
+    tok_s: float = 100.0,
+    commit: float = 3.0,
+    **changes: Any,
+) -> RequestSample:
+    """A sample with every field set to something other than its default."""
+    values: dict[str, Any] = {
+        "engine": "builtin",
+        "endpoint": "/generate",
+        "text_type": text_type,
+        "prompt_id": f"{text_type}-{i}",
+        "context_tokens": context,
+        "max_tokens": 128,
+        "ignore_eos": True,
+        "streamed": True,
+        "flags_hash": "0123456789ab",
+        "completion_tokens": 128,
+        "finish_reason": "length",
+        "latency_s": 1.5 + i / 7,
+        "ttft_s": 0.0421 + i / 1000,
+        "decode_time_s": 127 / tok_s,
+        "decode_source": "server",
+        "verify_steps": 43,
+        "decode_tok_s": tok_s,
+        "commit_len": commit,
+        "step_time_s": commit / tok_s,
+        "server_ttft_s": 0.0399,
+        "client_decode_tok_s": tok_s * 0.97,
+        "decode_context": context + 64.0,
+        "repetition": 0.125,
+        "rounds": [[float(context), 0.031, 3.0], [context + 3.0, 0.032, 4.0]],
+        "spec": {"source": "sglang meta_info", "verify_steps": 43, "histogram": [1, 2, 40]},
+        "spec_source": "sglang meta_info",
+        "output_ids": [11, 12, 13, 14, 15, 16, 17],
+        "flagged": None,
+        "retried": True,
+        "text": 'def f():\n    return "a, b"\n',
+        "t": 1_700_000_000.25 + i,
+    }
+    values.update(changes)
+    return RequestSample(**values)
+
+
+def live_sample(i: int = 0, **changes: Any) -> LiveSample:
+    values: dict[str, Any] = {
+        "t": 1_700_000_100.5 + i,
+        "source": "log",
+        "tok_s": 120.0 + i,
+        "commit_len": 3.25,
+        "step_time_s": 0.027,
+        "context_tokens": 2048 + i,
+        "queue": 2,
+        "running": 1,
+        "note": f"point {i}",
+        "spec_source": "vllm:spec_decode counters",
+        "per_position": [0.9, 0.75, 0.5],
+    }
+    values.update(changes)
+    return LiveSample(**values)
+
+
+def run_info(host: str = "gpu1", method: str = "context-sweep", **changes: Any) -> RunInfo:
+    values: dict[str, Any] = {
+        "host": host,
+        "engine": "builtin",
+        "method": method,
+        "params": {"contexts": [1024, 4096], "repeats": 3, "text": "code"},
+        "flags": {"draft-window": 8, "tree-budget": 64, "chat-template": None},
+        "engine_version": "0.4.1",
+        "started_at": 1_700_000_000.0,
+    }
+    values.update(changes)
+    return RunInfo(**values)
