@@ -26,6 +26,7 @@ from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
 from console.service.lifecycle import Lifecycle, LifecycleEvent, State
 from console.service.log_follower import LogFollower
 from console.service.process_supervisor import ProcessSupervisor
+from console.service.rollback import no_last_good
 from console.service.service_status import ServiceStatus, read_status
 from console.service.supervisor import Supervisor
 from console.service.systemd import SystemdSupervisor
@@ -319,10 +320,7 @@ class EngineService:
             store = await self.store()
             last_good = await store.last_good()
             if last_good is None:
-                raise ServiceError(
-                    f"There is no last-good config for {self.profile.name} yet (it is kept "
-                    "when `set` changes flags), so there is nothing to roll back to."
-                )
+                raise ServiceError(no_last_good(self.profile.name))
             await store.write_current(last_good)
             return await self._restart_with(store, last_good, self._ready(timeout))
 
