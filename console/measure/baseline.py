@@ -252,12 +252,13 @@ def _rounds(result: MethodResult) -> int:
     return max((p["rounds"] for p in points), default=0)
 
 
-def _noise_notes(*results: MethodResult | None) -> list[str]:
+def _noise_notes(**blocks: MethodResult | None) -> list[str]:
+    """The sample-size sentence of each block that did not reach the target, by side."""
     notes = []
-    for r in results:
+    for side, r in blocks.items():
         message = r and (r.figures.get("sample_size") or {}).get("message")
-        if message and message not in notes:
-            notes.append(message)
+        if message:
+            notes.append(f"{side.replace('_', ' ')}: {message}")
     return notes
 
 
@@ -288,7 +289,7 @@ async def apply_with_baseline(
     after = await run_baseline(session, target=target, min_rounds=_rounds(before) or None)
     return BaselineApply(
         result, before, after, baseline_comparison(before, after),
-        notes=_noise_notes(before, after),
+        notes=_noise_notes(before=before, after=after),
     )  # fmt: skip
 
 
@@ -331,5 +332,5 @@ async def _bracketed(
     rows = baseline_comparison(before, after, *extra) if result.ok else []
     return BaselineApply(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
-        notes=_noise_notes(before, after, before_again),
+        notes=_noise_notes(before=before, after=after, before_again=before_again),
     )  # fmt: skip

@@ -94,6 +94,11 @@ class Pooled:
         return self.tokens / self.seconds
 
 
+def passage(sample: RequestSample) -> str:
+    """Which passage a request read: its prompt id (text type, context and window)."""
+    return sample.prompt_id
+
+
 def usable(samples: Sequence[RequestSample]) -> list[RequestSample]:
     """The samples a pooled figure may use: unflagged, with decode time and verify steps."""
     return [
@@ -127,6 +132,29 @@ def bootstrap(
     return interval
 
 
+def strata(samples: Sequence[Any], key: Callable[[Any], Any]) -> list[list[Any]] | None:
+    """`samples` split by `key` (the passage a request read) when every passage was read
+    at least twice, else None.
+
+    Greedy decoding of one passage commits the same tokens in the same steps every time,
+    so repeats of a passage differ only in timing. Resampling within each passage then
+    gives the interval of the figure over these passages (timing noise), not over the
+    text type at large (which adds the passage-to-passage spread in commit that no
+    number of repeats narrows, and which a before/after on the same passages cancels)."""
+    groups: dict[Any, list[Any]] = {}
+    for s in samples:
+        groups.setdefault(key(s), []).append(s)
+    if all(len(g) >= 2 for g in groups.values()):
+        return list(groups.values())
+    return None
+
+
+def _draw(rng: random.Random, group: Sequence[Any], layers: list[list[Any]] | None) -> list:
+    if layers is None:
+        return rng.choices(list(group), k=len(group))
+    return [x for layer in layers for x in rng.choices(layer, k=len(layer))]
+
+
 def bootstrap_many(
     groups: Sequence[Sequence[Any]],
     statistics: Sequence[Callable[..., float]],
@@ -134,14 +162,17 @@ def bootstrap_many(
     resamples: int = RESAMPLES,
     level: float = LEVEL,
     seed: int = 0,
+    key: Callable[[Any], Any] | None = None,
 ) -> list[Interval]:
     """Several statistics of the same groups from the same draws: one resampling serves
     tok/s, commit and step time (a third of the work, and the three intervals come from
-    the same resampled requests)."""
+    the same resampled requests). With `key`, a group whose every passage was read at
+    least twice is resampled within passages (`strata`)."""
+    layered = [(g, strata(g, key) if key is not None else None) for g in groups]
     drawn_sets = []
     rng = random.Random(seed)
     for _ in range(resamples):
-        drawn_sets.append([rng.choices(list(g), k=len(g)) for g in groups])
+        drawn_sets.append([_draw(rng, g, layers) for g, layers in layered])
     return [
         _interval(statistic(*groups), (lambda d, f=statistic: f(*d)), drawn_sets, level)
         for statistic in statistics
@@ -222,8 +253,9 @@ def pooled_figures(
     if not ok:
         return None
     tok_s, commit, step_s = bootstrap_many(
-        [ok], [pooled_statistic(name) for name in POOLED], seed=seed, resamples=resamples
-    )
+        [ok], [pooled_statistic(name) for name in POOLED], seed=seed, resamples=resamples,
+        key=passage,
+    )  # fmt: skip
     return PooledFigures(tok_s=tok_s, commit=commit, step_s=step_s, n=len(ok))
 
 
@@ -266,7 +298,7 @@ class ChangeInterval:
             half = self.ratio.half_width * 100.0
             return f"within noise ({pct:+.0f}% ± {half:.0f}%)"
         lo, hi = (self.ratio.low - 1.0) * 100.0, (self.ratio.high - 1.0) * 100.0
-        return f"{pct:+.0f}% [{lo:+.0f}%…{hi:+.0f}%]"
+        return f"{pct:+.0f}% [{_bound(lo)}…{_bound(hi)}]"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -284,23 +316,29 @@ class ChangeInterval:
         return cls(Interval.from_dict(data["ratio"]), data.get("n_before"), data.get("n_after"))
 
 
+def _bound(percent: float) -> str:
+    # A bound that rounds to 0% would read "-0%": show the tenth that keeps it off zero.
+    return f"{percent:+.0f}%" if abs(percent) >= 0.5 else f"{percent:+.1f}%"
+
+
 def changes_between(
     before: Sequence[Any],
     after: Sequence[Any],
     statistics: Sequence[Callable[[Sequence[Any]], float]],
     *,
-    key: Callable[[Any], Any] = lambda s: s.prompt_id,
+    key: Callable[[Any], Any] = passage,
     seed: int = 0,
     resamples: int = RESAMPLES,
     level: float = LEVEL,
 ) -> list[ChangeInterval]:
     """after / before of each statistic, with a bootstrap interval of the ratio.
 
-    Paired where the two sides measured the same prompts (`key`): the draws then pick
-    prompts, each with all its requests on both sides, so the spread between passages
-    (commit on one passage of prose is not commit on another) cancels in the ratio and
-    only what changed between the sides, plus timing noise, is left. Two sides with
-    fewer than two prompts in common are resampled independently."""
+    Both sides read the same passages (`key`), each at least twice: each side is
+    resampled within its passages (`strata`), so the interval is that of the change on
+    these passages, timing noise only. Else paired where the sides share at least two
+    passages: the draws pick passages, each with all its requests on both sides, so the
+    spread between passages (commit on one passage of prose is not commit on another)
+    cancels in the ratio. Else the sides are resampled independently."""
     n_b, n_a = len(before), len(after)
     ratios = [(lambda x, y, f=f: f(y) / f(x)) for f in statistics]
     clusters: dict[Any, tuple[list[Any], list[Any]]] = {}
@@ -308,6 +346,11 @@ def changes_between(
         for s in samples:
             clusters.setdefault(key(s), ([], []))[side].append(s)
     shared = [k for k, (b, a) in clusters.items() if b and a]
+    if len(shared) == len(clusters) and strata(before, key) and strata(after, key):
+        intervals = bootstrap_many(
+            [before, after], ratios, seed=seed, resamples=resamples, level=level, key=key
+        )
+        return [ChangeInterval(iv, n_b, n_a) for iv in intervals]
     if len(shared) < 2:
         intervals = bootstrap_many(
             [before, after], ratios, seed=seed, resamples=resamples, level=level

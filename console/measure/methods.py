@@ -160,7 +160,9 @@ async def context_sweep(
         async def measure(point: tuple[str, int], index: int) -> RequestSample:
             nonlocal done
             kind, context = point
-            spec = await session.spec(kind, context, output_tokens, index=index, stream=stream)
+            spec = await session.spec(
+                kind, context, output_tokens, index=plan.passage(index), stream=stream
+            )
             sample = await session.measure(spec, record)
             done += 1
             if tick:

@@ -7,6 +7,13 @@ pooled tok/s interval is still wider than `target_rel` (relative half-width: 0.0
 "± 5%"), up to `max_repeat`. A point that did not get there is shown anyway, with its
 wider interval, and one sentence says the host was too noisy for the target.
 
+A point's requests cycle over `passages` windows of its text type (2 by default), so
+each passage is read several times: greedy decoding commits the same tokens in the same
+steps on a passage every time, and the interval, taken within passages
+(`intervals.strata`), is timing noise the repeats can narrow. Fresh passages for every
+repeat would add the passage-to-passage spread in commit (±15-30% on the bundled pair),
+which no number of repeats narrows and which a before/after on the same passages cancels.
+
 A round visits every unfinished point once, text types and contexts in turn, never all
 repeats of one point in a row: drift on a shared machine (another job starting, a
 thermal limit) then spreads over all points of the block instead of biasing one.
@@ -23,6 +30,7 @@ from console.measure.records import RequestSample
 
 TARGET_REL = 0.05
 MAX_REPEAT = 10
+PASSAGES = 2
 # Two requests give a bootstrap interval of four possible resamples: too crude to stop
 # on. Three is the least a point is judged narrow on.
 MIN_FOR_INTERVAL = 3
@@ -33,13 +41,17 @@ Point = tuple[str, int]  # (text type, context tokens)
 @dataclass(frozen=True)
 class SampleTarget:
     """When to stop repeating: tok/s interval half-width over the value at most
-    `target_rel`, after at least `min_repeat` and at most `max_repeat` rounds."""
+    `target_rel`, after at least `min_repeat` and at most `max_repeat` rounds; a point's
+    n-th request reads passage n mod `passages` (None: a new passage every time)."""
 
     target_rel: float = TARGET_REL
     max_repeat: int = MAX_REPEAT
     min_repeat: int = MIN_FOR_INTERVAL
+    passages: int | None = PASSAGES
 
     def __post_init__(self) -> None:
+        if self.passages is not None and self.passages < 1:
+            raise ValueError(f"A point needs at least one passage, not {self.passages}.")
         if self.target_rel < 0:
             raise ValueError(f"The target must be 0 or more, not {self.target_rel}.")
         if not 1 <= self.min_repeat <= self.max_repeat:
@@ -51,7 +63,11 @@ class SampleTarget:
     @classmethod
     def fixed(cls, repeat: int) -> SampleTarget:
         """Exactly `repeat` rounds, whatever the intervals say."""
-        return cls(target_rel=0.0, max_repeat=repeat, min_repeat=repeat)
+        return cls(target_rel=0.0, max_repeat=repeat, min_repeat=repeat, passages=None)
+
+    def passage(self, index: int) -> int:
+        """The passage window the `index`-th request of a point reads."""
+        return index % self.passages if self.passages else index
 
     @property
     def adaptive(self) -> bool:
@@ -62,6 +78,7 @@ class SampleTarget:
             "target_rel": self.target_rel,
             "min_repeat": self.min_repeat,
             "max_repeat": self.max_repeat,
+            "passages": self.passages,
         }
 
 
