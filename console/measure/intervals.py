@@ -294,6 +294,8 @@ class ChangeInterval:
         pct = self.percent
         if not self.has_interval:
             return f"{pct:+.0f}% (one request on a side: no interval, not a finding)"
+        if self.ratio.low == self.ratio.high == 1.0:
+            return "no change (exactly equal)"  # e.g. commit on the same passages, greedy
         if self.within_noise:
             half = self.ratio.half_width * 100.0
             return f"within noise ({pct:+.0f}% ± {half:.0f}%)"
