@@ -293,7 +293,7 @@ class ChangeInterval:
         """'+19% [+12%…+26%]' for a finding, 'within noise (+3% ± 7%)' otherwise."""
         pct = self.percent
         if not self.has_interval:
-            return f"{pct:+.0f}% (one request on a side: no interval, not a finding)"
+            return f"{pct:+.0f}% (one request: no interval)"
         if self.ratio.low == self.ratio.high == 1.0:
             return "no change (exactly equal)"  # e.g. commit on the same passages, greedy
         if self.within_noise:

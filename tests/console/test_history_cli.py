@@ -142,7 +142,7 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     first, second = tok_s
     assert first[:4] == ["1024", "code", "tok/s", "104.8"] and first[4].startswith("[")
     assert first[-1] == "2/1" and first[5:7] == ["126.0", "+20%"]
-    assert "no interval, not a finding" in " ".join(first)
+    assert "(one request: no interval)" in " ".join(first)
     assert second[:5] == ["4096", "code", "tok/s", "80.0", "72.0"] and second[-1] == "1/1"
     assert any(line.startswith("per point measured by both runs") for line in lines)
     assert "only in B: 8192 code" in lines
@@ -152,7 +152,7 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     assert [p["context_tokens"] for p in result["points"]] == [1024, 4096]
     change = result["points"][0]["change"]["decode_tok_s"]
     assert change["ratio"] == pytest.approx(126 / (254 / (1.27 + 1.27 / 1.1)))
-    assert change["finding"] is False and change["text"].startswith("+20% (one request")
+    assert change["finding"] is False and change["text"] == "+20% (one request: no interval)"
     assert result["flags"]["changed"] == {"draft-window": [8, 16]}
     assert "no run 77" in one_sentence_error(history("compare", str(filled["a"]), "77"))
 

@@ -103,7 +103,7 @@ class SweepsScreen(ViewScreen):
             "#verdict-panel"
         ).border_title = "verdict (ctrl+t explains; ctrl+l takes the live figures)"
         table = self.query_one("#sweep-points", DataTable)
-        table.border_title = "points: pooled [95% interval]"
+        table.border_title = "points: pooled, 95% interval"
         for label, width in (("text", 8), ("tokens", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
                              ("step ms", 17)):  # fmt: skip
             table.add_column(label, width=width)
