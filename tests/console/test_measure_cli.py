@@ -87,6 +87,11 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
         ("prose", 512),
     }
     assert data["model"]["step_time_s"]["n"] == 2
+    for p in data["points"]:  # pooled per point: tok/s = commit / step exactly
+        f = p["pooled"]
+        tok, commit, step = (f[k]["value"] for k in ("decode_tok_s", "commit_len", "step_time_s"))
+        assert tok == pytest.approx(commit / step, rel=1e-12)
+    assert data["figures"]["sample_size"]["max_repeat"] == 1  # --repeat 1: exactly one
     history = json.loads(_cli("history", "list", "--json").stdout)
     assert history[0]["id"] == data["run_id"] and history[0]["status"] == "complete"
     # refused before anything is sent: one sentence, nothing stored
