@@ -33,8 +33,9 @@ from console.commands.base import (
     print_failure,
     with_service,
 )
+from console.commands.measure import add_sample_options, sample_target
 from console.errors import ConsoleError, ServiceError
-from console.measure.baseline import apply_with_baseline, comparison_lines
+from console.measure.baseline import apply_with_baseline
 from console.service import EngineService, LifecycleEvent
 from console.service.flag_view import read_flag_view, value_text
 from console.service.flags import parse_assignments
@@ -164,7 +165,8 @@ async def cmd_set(args: argparse.Namespace) -> int:
         if not plan.changed:
             print(f"{args.host}: no change (the flags already have these values)")
             return 0
-        print(plan.diff)
+        # With --json, stdout carries the JSON only; the diff goes where the notes go.
+        print(plan.diff, file=sys.stderr if args.json else sys.stdout)
         if plan.checked_by:
             err(f"  the new command line was checked by {plan.checked_by}")
         if args.dry_run:
@@ -175,19 +177,24 @@ async def cmd_set(args: argparse.Namespace) -> int:
             if not await asyncio.to_thread(ask, f"Apply and restart {args.host}?"):
                 err("Not applied.")
                 return EXIT_ERROR
-        rows = None
+        done = None
         if args.baseline:
             done = await apply_with_baseline(
                 service, plan, timeout=args.timeout, store=RunStore.default(),
-                on_note=lambda t: err(f"  {t}"),
+                on_note=lambda t: err(f"  {t}"), target=sample_target(args),
+                bracket=args.bracket,
             )  # fmt: skip
-            result, rows = done.result, done.rows
+            result = done.result
         else:
             result = await service.apply(plan, timeout=args.timeout)
+        if args.json:
+            out = {"ok": result.ok, "state": result.event.state}
+            print(json.dumps({**out, **(done.as_dict() if done else {})}, indent=2))
         if result.ok:
-            print(f"{args.host}: ready with the new flags")
-            for line in comparison_lines(rows) if rows else ():
-                print(line)
+            if not args.json:
+                print(f"{args.host}: ready with the new flags")
+                for line in done.lines() if done else ():
+                    print(line)
             return 0
         print_failure(result.event)
         err(
@@ -282,6 +289,14 @@ def _register_service_commands(host_command: HostCommand) -> None:
         action="store_true",
         help="run a short fixed baseline before and after, and show the change side by side",
     )
+    p.add_argument(
+        "--bracket", action="store_true",
+        help="with --baseline: measure A-B-A-B (half the before requests after the change, "
+        "via the last-good flags) so drift cancels; costs two extra restarts",
+    )  # fmt: skip
+    p.add_argument("--repeat", type=int, help="with --baseline: exactly this many repeats")
+    add_sample_options(p)
+    p.add_argument("--json", action="store_true", help="the outcome (and comparison) as JSON")
     wait_options(p)
     p.set_defaults(func=cmd_set)
 

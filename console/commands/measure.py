@@ -29,6 +29,7 @@ from console.measure.numbers import NumberListError, parse_counts
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
 from console.measure.round_curve import sample_curve
+from console.measure.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.measure.session import MeasureError, MeasureSession
 from console.measure.stats import PointSummary, Spread, spread
 from console.service import EngineService
@@ -82,18 +83,68 @@ def _progress(args: argparse.Namespace, label: str) -> Iterator[Callable[[int, i
 
 
 def print_points(points: list[PointSummary]) -> None:
-    print(
-        f"{'text':<11}{'context':>8}{'out':>6}{'n':>3}  {'decode tok/s':<22}{'commit':<18}"
-        f"{'step ms':<20}{'source':<14}flagged"
-    )
+    """Each point's pooled figures with their 95% intervals (tok/s = commit / step on every
+    row), and the per-request tok/s median and range beside them."""
+    rows = []
     for p in points:
-        print(
-            f"{p.text_type:<11}{p.context:>8}{p.max_tokens:>6}{p.n:>3}  "
-            f"{fmt.spread(p.tok_s, fmt.TOK_S):<22}{fmt.spread(p.commit, fmt.COMMIT):<18}"
-            f"{fmt.spread(p.step_s, fmt.STEP_MS):<20}"
-            f"{','.join(p.sources):<14}{p.flagged or ''}"
+        f = p.pooled
+        rows.append(
+            (
+                p.text_type, str(p.context), str(p.max_tokens), str(p.n),
+                fmt.interval(f.tok_s if f else None, fmt.TOK_S),
+                fmt.interval(f.commit if f else None, fmt.COMMIT),
+                fmt.interval(f.step_s if f else None, fmt.STEP_MS),
+                fmt.spread(p.tok_s, fmt.TOK_S), ",".join(p.sources), str(p.flagged or ""),
+            )
+        )  # fmt: skip
+    headers = ("text", "context", "out", "n", "decode tok/s", "commit", "step ms",
+               "per request tok/s", "source", "flagged")  # fmt: skip
+    print(fmt.table(headers, rows, right={1, 2, 3}))
+    print(
+        "  (tok/s, commit, step: pooled over the point's requests (tokens / steps / decode "
+        "time), [95% bootstrap interval]; per request: median [lowest-highest]; flagged "
+        "requests are not in the figures)"
+    )
+
+
+def sample_target(args: argparse.Namespace, *, default_min: int = 3) -> SampleTarget:
+    """The repeat rule the options ask for: `--target-rel` repeats until each point's
+    tok/s interval is that narrow (at least `--repeat`, at most `--max-repeat`); an
+    explicit `--repeat` alone, or `--target-rel 0`, is exactly that many; neither is the
+    default target."""
+    rel, repeat = args.target_rel, args.repeat
+    least = repeat if repeat is not None else default_min
+    if least < 1:
+        raise ConsoleError(f"--repeat must be at least 1, not {least}.")
+    if rel == 0 or (rel is None and repeat is not None):
+        return SampleTarget.fixed(least)
+    try:
+        return SampleTarget(
+            target_rel=TARGET_REL if rel is None else rel,
+            max_repeat=max(args.max_repeat, least),
+            min_repeat=least,
         )
-    print("  (median [lowest-highest] over repeats; flagged requests are not in the figures)")
+    except ValueError as exc:
+        raise ConsoleError(str(exc)) from None
+
+
+def add_sample_options(p: argparse.ArgumentParser) -> None:
+    """`--target-rel` and `--max-repeat`: repeat until the intervals are narrow enough."""
+    p.add_argument(
+        "--target-rel", type=float, metavar="FRACTION",
+        help=f"repeat each point until its tok/s interval is within this fraction of the "
+        f"value (default {TARGET_REL} when --repeat is not given; 0 = exactly --repeat)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-repeat", type=int, default=MAX_REPEAT,
+        help=f"at most this many repeats per point (default {MAX_REPEAT})",
+    )  # fmt: skip
+
+
+def print_sample_size(result: MethodResult) -> None:
+    message = (result.figures.get("sample_size") or {}).get("message")
+    if message:
+        print(message)
 
 
 def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
@@ -167,6 +218,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
 
 async def cmd_sweep(args: argparse.Namespace) -> int:
     types = args.text or ["code"]
+    target = sample_target(args) if not args.outputs else None
 
     async def body(service: EngineService) -> int:
         session = _session(service, args)
@@ -174,17 +226,19 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
             if args.outputs:
                 result = await methods.output_sweep(
                     session, outputs=args.outputs, context=args.context or 256,
-                    text_types=types, repeat=args.repeat, tick=tick,
+                    text_types=types, repeat=args.repeat or 1, tick=tick,
                 )  # fmt: skip
             else:
                 result = await methods.context_sweep(
                     session, contexts=args.contexts, output_tokens=args.output,
-                    text_types=types, repeat=args.repeat, stream=args.stream, tick=tick,
+                    text_types=types, repeat=args.repeat or 1, stream=args.stream, tick=tick,
+                    target=target,
                 )  # fmt: skip
         if args.json:
             _emit_json(result)
             return 0
         print_points(result.points)
+        print_sample_size(result)
         if result.model is not None:
             print_model(result.model)
         elif result.figures.get("fit_error"):
@@ -453,9 +507,12 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     _register_fidelity(sub)
 
 
-def _common(p: argparse.ArgumentParser, *, repeat: int) -> None:
+def _common(p: argparse.ArgumentParser, *, repeat: int | None) -> None:
     """The options every measuring command takes."""
-    p.add_argument("--repeat", type=int, default=repeat, help="repeats per point (median + spread)")
+    p.add_argument(
+        "--repeat", type=int, default=repeat,
+        help="repeats per point" + (" (default: until --target-rel)" if repeat is None else ""),
+    )  # fmt: skip
     p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
     p.add_argument("--no-store", action="store_true", help="do not record the run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output only")
@@ -489,7 +546,8 @@ def _register_methods(host_command: HostCommand) -> None:
     p.add_argument("--context", type=int, help="prompt length for an output sweep (default 256)")
     p.add_argument("--text", type=_names, help="text types, e.g. code,prose (default code)")
     p.add_argument("--stream", action="store_true")
-    _common(p, repeat=1)
+    _common(p, repeat=None)
+    add_sample_options(p)
     p.set_defaults(func=cmd_sweep)
 
     p = host_command("twopoint", "Decode rate as (N2-N1)/(T(N2)-T(N1)): prefill and RTT cancel.")

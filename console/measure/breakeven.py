@@ -38,13 +38,12 @@ from typing import Any, TypeVar
 
 from console.config import FlagValue
 from console.measure import methods
+from console.measure.intervals import LEVEL, RESAMPLES, Interval, bootstrap_many
 from console.measure.records import RequestSample, RunInfo
 from console.measure.round_curve import LOOP_SHARE
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 
 METHOD = "breakeven"
-RESAMPLES = 1000
-LEVEL = 0.95
 VLLM_SPEC_FLAGS = ("speculative-config", "speculative-model", "num-speculative-tokens")
 
 Tick = Callable[[int, int], None]
@@ -97,22 +96,6 @@ def restore_changes(
 
 
 # -- the arithmetic ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A pooled figure and its bootstrap interval over requests."""
-
-    value: float
-    low: float
-    high: float
-
-    def as_dict(self) -> dict[str, float]:
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-    def text(self, fmt: str = "{:.2f}", scale: float = 1.0) -> str:
-        v, lo, hi = (fmt.format(x * scale) for x in (self.value, self.low, self.high))
-        return v if lo == hi else f"{v} [{lo}–{hi}]"
 
 
 @dataclass(frozen=True)
@@ -227,14 +210,6 @@ def _ms(interval: Interval) -> dict[str, float]:
     return {k: v * 1000.0 for k, v in interval.as_dict().items()}
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    lo = int(position)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo)
-
-
 def breakeven_row(
     context: int,
     spec: Sequence[RequestSample],
@@ -254,28 +229,24 @@ def breakeven_row(
             f"No usable {missing} request at context {context} (each was flagged or the "
             "engine reported no decode time or verify steps); see the stored samples."
         )
-    rng = rng or random.Random(0)
     point = pool(spec_ok, ar_ok)
-    draws = [
-        pool(rng.choices(spec_ok, k=len(spec_ok)), rng.choices(ar_ok, k=len(ar_ok)))
-        for _ in range(resamples)
-    ]
-    tail = (1.0 - level) / 2
-
-    def interval(value: float, pick: Callable[[Pooled], float]) -> Interval:
-        values = [pick(d) for d in draws]
-        low, high = _percentile(values, tail), _percentile(values, 1.0 - tail)
-        # A percentile interval of a ratio need not hold its point estimate when n is
-        # tiny; widen it to hold it, so a printed value never sits outside its interval.
-        return Interval(value, min(low, value), max(high, value))
-
+    # One seed per row from the caller's generator: a stored run's rows reproduce.
+    seed = (rng or random.Random(0)).randrange(2**32)
+    picks: list[Callable[[Pooled], float]] = [
+        lambda p: p.ar_step_s, lambda p: p.spec_step_s, lambda p: p.needed,
+        lambda p: p.commit, lambda p: p.speedup,
+    ]  # fmt: skip
+    ar_step, spec_step, needed, commit, speedup = bootstrap_many(
+        [spec_ok, ar_ok], [(lambda s, a, f=f: f(pool(s, a))) for f in picks],
+        resamples=resamples, level=level, seed=seed,
+    )  # fmt: skip
     return BreakevenRow(
         context=context,
-        ar_step_s=interval(point.ar_step_s, lambda p: p.ar_step_s),
-        spec_step_s=interval(point.spec_step_s, lambda p: p.spec_step_s),
-        needed_commit=interval(point.needed, lambda p: p.needed),
-        measured_commit=interval(point.commit, lambda p: p.commit),
-        speedup=interval(point.speedup, lambda p: p.speedup),
+        ar_step_s=ar_step,
+        spec_step_s=spec_step,
+        needed_commit=needed,
+        measured_commit=commit,
+        speedup=speedup,
         ar_tok_s=point.ar_tok_s,
         spec_tok_s=point.spec_tok_s,
         ar_requests=len(ar_ok),

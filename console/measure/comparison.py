@@ -2,16 +2,26 @@
 
 A run compared with a run (`store.compare`) and a baseline before and after a flag change
 (`measure.baseline`) both line up a figure measured twice and say how it moved. These
-are the records they share; each has `as_dict()` for `--json`. A figure is one value per
-side today (the median of the point's unflagged samples); the pooled value and an
-interval per side belong next to it as further fields, so callers that read `.a` / `.b`
-and `as_dict()` keys keep working when they arrive.
+are the records they share; each has `as_dict()` for `--json`. A figure's `.a` / `.b`
+are the pooled values of each side (`measure.intervals`), each with its bootstrap
+interval, and the change b / a carries the interval of that ratio: a change whose
+interval holds "no change" reads "within noise (+3% ± 7%)" and is never a finding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from console.measure.intervals import (
+    POOLED,
+    ChangeInterval,
+    Interval,
+    pooled_changes,
+    pooled_figures,
+)
+from console.measure.records import RequestSample
 
 
 @dataclass(frozen=True)
@@ -42,16 +52,77 @@ class Change:
 
 @dataclass(frozen=True)
 class FigurePair:
-    """One figure (`name`, e.g. "decode_tok_s") measured on two sides, and its change."""
+    """One figure (`name`, e.g. "decode_tok_s") measured on two sides, and its change:
+    the value of each side, its interval, and the interval of the ratio b / a."""
 
     name: str
     a: float | None
     b: float | None
+    a_interval: Interval | None = None
+    b_interval: Interval | None = None
+    moved: ChangeInterval | None = None  # b / a with its interval
 
     @property
     def change(self) -> Change | None:
         return Change.between(self.a, self.b)
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def finding(self) -> bool:
+        """Whether the change is real at the interval's level (not within noise)."""
+        return self.moved is not None and self.moved.finding
+
+    def change_text(self) -> str:
+        """'+19% [+12%…+26%]', 'within noise (+3% ± 7%)', or '-' with nothing to compare."""
+        if self.moved is not None:
+            return self.moved.text()
         change = self.change
-        return {"a": self.a, "b": self.b, "change": change.as_dict() if change else None}
+        return "-" if change is None else f"{change.percent:+.0f}% (no interval)"
+
+    def change_dict(self) -> dict[str, Any] | None:
+        """The change for JSON: ratio and percent, and where there is one, the ratio's
+        interval (`low`, `high`), `within_noise`, `finding` and the text."""
+        change = self.change
+        if change is None:
+            return None
+        out: dict[str, Any] = change.as_dict()
+        if self.moved is not None:
+            out.update(
+                low=self.moved.ratio.low, high=self.moved.ratio.high,
+                within_noise=self.moved.within_noise, finding=self.moved.finding,
+                text=self.moved.text(),
+            )  # fmt: skip
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        def iv(interval: Interval | None) -> dict[str, float] | None:
+            return interval.as_dict() if interval else None
+
+        return {
+            "a": self.a,
+            "b": self.b,
+            "a_interval": iv(self.a_interval),
+            "b_interval": iv(self.b_interval),
+            "change": self.change_dict(),
+        }
+
+
+def pooled_pairs(
+    before: Sequence[RequestSample], after: Sequence[RequestSample], *, seed: int = 0
+) -> dict[str, FigurePair]:
+    """tok/s, commit and step time of two sets of requests (one point each), pooled, with
+    each side's interval and the interval of each ratio; keyed by record name. The three
+    values on each side come from the same sums, so tok/s = commit / step on both sides
+    and tok/s ratio = commit ratio / step ratio."""
+    a, b = pooled_figures(before, seed=seed), pooled_figures(after, seed=seed)
+    moved = pooled_changes(before, after, seed=seed) or {}
+    return {
+        name: FigurePair(
+            name,
+            a.figure(name).value if a else None,
+            b.figure(name).value if b else None,
+            a.figure(name) if a else None,
+            b.figure(name) if b else None,
+            moved.get(name),
+        )
+        for name in POOLED
+    }

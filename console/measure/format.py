@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from console.measure.intervals import Interval
     from console.measure.stats import Spread
 
 MISSING = "-"
@@ -72,6 +73,16 @@ def spread(value: Spread | None, figure: tuple[str, float] = TOK_S) -> str:
     if value.n < 2:
         return med
     return f"{med} [{num(value.low, spec, scale)}–{num(value.high, spec, scale)}]"
+
+
+def interval(value: Interval | None, figure: tuple[str, float] = TOK_S) -> str:
+    """A pooled figure with its 95% interval: "105.3 [98.1–110.0]"; just the value when
+    the interval is the point (one request, or requests that all agree)."""
+    if value is None:
+        return MISSING
+    spec, scale = figure
+    v, lo, hi = (num(x, spec, scale) for x in (value.value, value.low, value.high))
+    return v if lo == hi == v else f"{v} [{lo}–{hi}]"
 
 
 def duration(seconds: float | None) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from console.measure.decompose import FitError, ThroughputModel, fit
 from console.measure.records import RequestSample
 from console.measure.request_measurement import RequestSpec
+from console.measure.sample_size import SampleTarget, measure_until_narrow
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 from console.measure.stats import PointSummary, Spread, spread, summarize
 
@@ -120,36 +121,59 @@ async def context_sweep(
     repeat: int = 1,
     stream: bool = False,
     tick: Tick | None = None,
+    target: SampleTarget | None = None,
+    prior: Sequence[RequestSample] = (),
+    first_index: int = 0,
+    min_rounds: int | None = None,
 ) -> MethodResult:
     """Fixed output, exact prompt lengths: step time against context, commit by text type.
 
     Points are interleaved (every context and type once, then again for each repeat), so
-    drift on a busy machine spreads over all points instead of biasing one."""
+    drift on a busy machine spreads over all points instead of biasing one.
+
+    With `target`, `repeat` is ignored: rounds go on until each point's pooled tok/s
+    interval is narrow enough (`sample_size`), counting `prior` requests of the same
+    points (an earlier block of the same condition); `first_index` numbers the passages
+    this block reads and `min_rounds` sets its least number of rounds."""
     facts = await session.facts()
     for context in contexts:
         session.check_fits(facts, context, output_tokens)
     for kind in text_types:
         session.library.text(kind)  # an unknown type fails before the run starts
-    params = {
+    plan = target or SampleTarget.fixed(repeat)
+    params: dict[str, Any] = {
         "contexts": list(contexts),
         "output_tokens": output_tokens,
         "text_types": list(text_types),
         "repeat": repeat,
         "stream": stream,
     }
-    total = len(contexts) * len(text_types) * repeat
+    if target is not None:
+        params.update(sample_target=target.as_dict(), first_index=first_index)
+    # Every context of a round before the next round; within a context, every type.
+    points = [(kind, context) for context in contexts for kind in text_types]
+    total = len(points) * plan.max_repeat
     await _warmup(session, text_types[0])
     async with session.run("context-sweep", params) as record:
         done = 0
-        for r in range(repeat):
-            for context in contexts:
-                for kind in text_types:
-                    spec = await session.spec(kind, context, output_tokens, index=r, stream=stream)
-                    await session.measure(spec, record)
-                    done += 1
-                    if tick:
-                        tick(done, total)
+
+        async def measure(point: tuple[str, int], index: int) -> RequestSample:
+            nonlocal done
+            kind, context = point
+            spec = await session.spec(
+                kind, context, output_tokens, index=plan.passage(index), stream=stream
+            )
+            sample = await session.measure(spec, record)
+            done += 1
+            if tick:
+                tick(done, total)
+            return sample
+
+        size = await measure_until_narrow(
+            points, measure, plan, prior=prior, first_index=first_index, min_rounds=min_rounds
+        )
         result = _result("context-sweep", record)
+        result.figures["sample_size"] = size.as_dict()
         try:
             result.model = fit(record.samples)
             record.summary = {"model": result.model.as_dict()}

@@ -1,7 +1,11 @@
-"""Medians and spreads, and per-point summaries of request samples.
+"""Per-point summaries of request samples: pooled figures with intervals, and medians.
 
-Medians, not means: one request that lost its core to another process must not move a
-figure (the engine benchmark's single 41 tok/s prompt among 500s is the cautionary tale).
+A point's figures are pooled (`intervals.pooled_figures`: all decode tokens / all verify
+steps / all decode time, with a bootstrap interval over its requests), so its tok/s is
+exactly its commit over its step time and every comparison of two points compares like
+with like. The median and the lowest-highest range over repeats stay beside them as the
+per-request picture: a wide range with a narrow pooled interval is many requests, a
+single slow request stands out in the range without moving a median.
 Flagged samples never enter a summary; they are counted beside it.
 """
 
@@ -12,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from console.measure.intervals import PooledFigures, pooled_figures
 from console.measure.records import RequestSample
 
 
@@ -49,7 +54,9 @@ def spread(values: Iterable[float | None]) -> Spread | None:
 
 @dataclass(frozen=True)
 class PointSummary:
-    """The repeats of one sweep point (text type, context, output length) summarized."""
+    """The repeats of one sweep point (text type, context, output length) summarized:
+    `pooled` holds the figures to compare (None when no request had decode time and
+    verify steps); `tok_s`, `commit`, `step_s` are per-request medians and ranges."""
 
     text_type: str
     context: int
@@ -62,6 +69,7 @@ class PointSummary:
     ttft_s: Spread | None
     decode_context: float
     sources: tuple[str, ...]
+    pooled: PooledFigures | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def d(s: Spread | None) -> dict[str, float] | None:
@@ -79,6 +87,7 @@ class PointSummary:
             "ttft_s": d(self.ttft_s),
             "decode_context": self.decode_context,
             "sources": list(self.sources),
+            "pooled": self.pooled.as_dict() if self.pooled else None,
         }
 
 
@@ -108,6 +117,7 @@ def summarize(
                     s.decode_context or s.context_tokens for s in (ok or group)
                 ),
                 sources=tuple(sorted({s.decode_source or "none" for s in ok})),
+                pooled=pooled_figures(group),
             )
         )
     return sorted(out, key=lambda p: (p.text_type, p.context, p.max_tokens))

@@ -3,8 +3,12 @@ factor moved it?
 
 Runs are lined up per measured point, (context tokens, text type), because a figure is
 only comparable at equal context and text: step time grows with context and commit length
-depends on the text. Each figure is the median of the point's unflagged samples; a point
-only one run measured is listed, not compared. The flags diff says what was changed.
+depends on the text. tok/s, commit and step time are pooled over the point's unflagged
+samples (sum of tokens / sum of steps / sum of decode time, so tok/s = commit / step on
+every row); TTFT is the mean over the samples that have one. Each carries a bootstrap
+interval per run, and each change the interval of its ratio: a change whose interval
+holds "no change" is within noise, not a finding. A point only one run measured is
+listed, not compared. The flags diff says what was changed.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from console.measure.comparison import Change, FigurePair
+from console.measure.comparison import Change, FigurePair, pooled_pairs
+from console.measure.intervals import bootstrap, changes_between
 from console.measure.records import RequestSample
-from console.measure.stats import spread
 from console.store.runs import StoredRun
 
 FIGURES = ("decode_tok_s", "commit_len", "step_time_s", "ttft_s")
@@ -92,13 +96,18 @@ class PointComparison:
         return next(f for f in self.figures if f.name == name)
 
     def as_dict(self) -> dict[str, Any]:
-        changes = {f.name: f.change for f in self.figures}
+        def iv(f: FigurePair, side: str) -> dict[str, float] | None:
+            interval = f.a_interval if side == "a" else f.b_interval
+            return interval.as_dict() if interval else None
+
         return {
             "context_tokens": self.context_tokens,
             "text_type": self.text_type,
             "a": {"n": self.n_a, **{f.name: f.a for f in self.figures}},
             "b": {"n": self.n_b, **{f.name: f.b for f in self.figures}},
-            "change": {k: c.as_dict() if c else None for k, c in changes.items()},
+            "interval": {side: {f.name: iv(f, side) for f in self.figures} for side in "ab"},
+            "change": {f.name: f.change_dict() for f in self.figures},
+            "pooled": ["decode_tok_s", "commit_len", "step_time_s"],
         }
 
 
@@ -125,13 +134,14 @@ class RunComparison:
         }
 
 
-def compare(a: StoredRun, b: StoredRun) -> RunComparison:
-    """The figures of `b` against `a` per shared point, with ratio (b / a) and percent
-    change, plus the flags diff from `a` to `b`. Both runs need their samples loaded."""
+def compare(a: StoredRun, b: StoredRun, *, seed: int = 0) -> RunComparison:
+    """The figures of `b` against `a` per shared point, with ratio (b / a), its interval
+    and percent change, plus the flags diff from `a` to `b`. Both runs need their samples
+    loaded."""
     for run in (a, b):
         if not run.samples_loaded:
             raise ValueError(f"run {run.id} was read without its samples; use RunStore.run()")
-    points_a, points_b = point_medians(a), point_medians(b)
+    points_a, points_b = point_samples(a), point_samples(b)
     shared = sorted(points_a.keys() & points_b.keys(), key=_point_order)
     return RunComparison(
         a=RunHeader.of(a),
@@ -141,11 +151,9 @@ def compare(a: StoredRun, b: StoredRun) -> RunComparison:
             PointComparison(
                 context_tokens=point[0],
                 text_type=point[1],
-                n_a=points_a[point]["n"],
-                n_b=points_b[point]["n"],
-                figures=tuple(
-                    FigurePair(f, points_a[point][f], points_b[point][f]) for f in FIGURES
-                ),
+                n_a=len(points_a[point]),
+                n_b=len(points_b[point]),
+                figures=point_figures(points_a[point], points_b[point], seed=seed),
             )
             for point in shared
         ),
@@ -154,17 +162,38 @@ def compare(a: StoredRun, b: StoredRun) -> RunComparison:
     )
 
 
-def point_medians(run: StoredRun) -> dict[Point, dict[str, Any]]:
-    """Per point: the count of unflagged samples and the median of each figure over them
-    (None where no sample has the figure, e.g. TTFT of unstreamed requests)."""
+def point_samples(run: StoredRun) -> dict[Point, list[RequestSample]]:
+    """Per point: the run's unflagged samples."""
     groups: dict[Point, list[RequestSample]] = {}
     for sample in run.requests:
         if sample.flagged is None:
             groups.setdefault((sample.context_tokens, sample.text_type), []).append(sample)
-    return {
-        point: {"n": len(samples), **{f: _median(getattr(s, f) for s in samples) for f in FIGURES}}
-        for point, samples in groups.items()
-    }
+    return groups
+
+
+def point_figures(
+    a: list[RequestSample], b: list[RequestSample], *, seed: int = 0
+) -> tuple[FigurePair, ...]:
+    """Each figure of `FIGURES` for one point of two runs: pooled tok/s, commit and step
+    time, and mean TTFT, each with intervals."""
+    pooled = pooled_pairs(a, b, seed=seed)
+    return (*(pooled[name] for name in FIGURES[:3]), _ttft_pair(a, b, seed=seed))
+
+
+def _mean_ttft(samples: list[RequestSample]) -> float:
+    return sum(s.ttft_s or 0.0 for s in samples) / len(samples)
+
+
+def _ttft_pair(a: list[RequestSample], b: list[RequestSample], *, seed: int) -> FigurePair:
+    """Mean TTFT over the samples that have one (streamed requests), with intervals."""
+    ta = [s for s in a if s.ttft_s is not None]
+    tb = [s for s in b if s.ttft_s is not None]
+    ia = bootstrap([ta], _mean_ttft, seed=seed) if ta else None
+    ib = bootstrap([tb], _mean_ttft, seed=seed) if tb else None
+    moved = None
+    if ta and tb and _mean_ttft(ta) > 0:
+        (moved,) = changes_between(ta, tb, [_mean_ttft], seed=seed)
+    return FigurePair("ttft_s", ia.value if ia else None, ib.value if ib else None, ia, ib, moved)
 
 
 def change(old: float | None, new: float | None) -> Change | None:
@@ -178,11 +207,6 @@ def flags_diff(old: dict[str, Any], new: dict[str, Any]) -> FlagsDiff:
         added={k: new[k] for k in new if k not in old},
         removed={k: old[k] for k in old if k not in new},
     )
-
-
-def _median(values: Any) -> float | None:
-    summary = spread(values)  # the measurement core's own median, None when all are missing
-    return summary.median if summary else None
 
 
 def _point_order(point: Point) -> tuple[str, int]:

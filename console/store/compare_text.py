@@ -3,17 +3,15 @@ history screen shows, so both faces say the same thing about the same two runs."
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from console.measure import format as fmt
 from console.store.compare import RunComparison, RunHeader
 
-# figure -> (label, formatter) in the compare table
-FIGURE_TEXT: dict[str, tuple[str, Callable[[float | None], str]]] = {
-    "decode_tok_s": ("tok/s", fmt.tok_s),
-    "commit_len": ("commit", fmt.commit),
-    "step_time_s": ("step ms", fmt.step_ms),
-    "ttft_s": ("TTFT ms", fmt.ttft_ms),
+# figure -> (label, (format spec, scale)) in the compare table
+FIGURE_TEXT: dict[str, tuple[str, tuple[str, float]]] = {
+    "decode_tok_s": ("tok/s", fmt.TOK_S),
+    "commit_len": ("commit", fmt.COMMIT),
+    "step_time_s": ("step ms", fmt.STEP_MS),
+    "ttft_s": ("TTFT ms", fmt.TTFT_MS),
 }
 
 
@@ -29,17 +27,21 @@ def comparison_lines(result: RunComparison) -> list[str]:
                 str(point.context_tokens),
                 point.text_type,
                 FIGURE_TEXT[pair.name][0],
-                FIGURE_TEXT[pair.name][1](pair.a),
-                FIGURE_TEXT[pair.name][1](pair.b),
-                fmt.percent_change(pair.change.percent if pair.change else None),
+                fmt.interval(pair.a_interval, FIGURE_TEXT[pair.name][1]),
+                fmt.interval(pair.b_interval, FIGURE_TEXT[pair.name][1]),
+                pair.change_text(),
                 f"{point.n_a}/{point.n_b}",
             )
             for point in result.points
             for pair in point.figures
         ]
         headers = ("CONTEXT", "TEXT", "FIGURE", "A", "B", "CHANGE", "N A/B")
-        lines.append("medians of unflagged samples, per point measured by both runs:")
-        lines.append(fmt.table(headers, rows, right={0, 3, 4, 5, 6}))
+        lines.append(
+            "per point measured by both runs, over unflagged samples: tok/s, commit and step "
+            "pooled (tokens / steps / decode time), TTFT the mean; [95% bootstrap interval]; "
+            "a change is a finding only when its interval excludes no change"
+        )
+        lines.append(fmt.table(headers, rows, right={0, 3, 4, 6}))
     else:
         lines.append("No (context, text type) point was measured by both runs.")
     for side, only in (("A", result.only_a), ("B", result.only_b)):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker
 
 from console.errors import ConfigError, ConsoleError
-from console.measure.baseline import BaselineApply, apply_with_baseline, comparison_lines
+from console.measure.baseline import BaselineApply, apply_with_baseline
 from console.service import LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
@@ -200,11 +200,7 @@ class EngineActions:
         def compared(outcome: BaselineApply) -> None:
             done(outcome.result)
             if outcome.rows:
-                app.push_screen(
-                    InfoScreen(
-                        "Baseline before and after", "\n".join(comparison_lines(outcome.rows))
-                    )
-                )
+                app.push_screen(InfoScreen("Baseline before and after", "\n".join(outcome.lines())))
 
         return self.runner.run_service_action(
             "apply with baseline",

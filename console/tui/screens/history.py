@@ -62,14 +62,17 @@ def run_text(run: StoredRun) -> Text:
     points = summarize(run.requests)
     if points:
         text.append(
-            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
+            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms"
+            "  (pooled [95% interval])\n",
             style="bold",
         )
         for p in points:
+            f = p.pooled
             text.append(
                 f"{p.text_type:<10}{p.context:>6}{p.max_tokens:>6}{p.n:>3}  "
-                f"{fmt.spread(p.tok_s, fmt.TOK_S):<20}{fmt.spread(p.commit, fmt.COMMIT):<18}"
-                f"{fmt.spread(p.step_s, fmt.STEP_MS)}\n"
+                f"{fmt.interval(f and f.tok_s, fmt.TOK_S):<20}"
+                f"{fmt.interval(f and f.commit, fmt.COMMIT):<18}"
+                f"{fmt.interval(f and f.step_s, fmt.STEP_MS)}\n"
             )
     elif run.live:
         text.append(f"{len(run.live)} live samples\n")

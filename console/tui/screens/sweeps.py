@@ -26,7 +26,7 @@ from console.measure.decompose import FitError, ThroughputModel, Verdict, explai
 from console.measure.live_window import LiveWindow, closest_type, explain_live, live_window
 from console.measure.numbers import parse_count as positive_int
 from console.measure.numbers import parse_counts as int_list
-from console.measure.stats import PointSummary, Spread
+from console.measure.stats import PointSummary
 from console.tui import keys
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
@@ -42,12 +42,11 @@ def type_list(text: str) -> list[str]:
 
 
 def point_series(points: list[PointSummary], x_of, y_of) -> list[ChartSeries]:
-    """One line per text type, x by `x_of(point)`, y the median `y_of(point)`."""
+    """One line per text type, x by `x_of(point)`, y the pooled `y_of(point.pooled)`."""
     by_type: dict[str, list[tuple[float, float]]] = {}
     for p in points:
-        spread: Spread | None = y_of(p)
-        if spread is not None:
-            by_type.setdefault(p.text_type, []).append((float(x_of(p)), spread.median))
+        if p.pooled is not None:
+            by_type.setdefault(p.text_type, []).append((float(x_of(p)), y_of(p.pooled).value))
     return [ChartSeries(kind, sorted(pts)) for kind, pts in sorted(by_type.items())]
 
 
@@ -104,7 +103,7 @@ class SweepsScreen(ViewScreen):
             "#verdict-panel"
         ).border_title = "verdict (ctrl+t explains; ctrl+l takes the live figures)"
         table = self.query_one("#sweep-points", DataTable)
-        table.border_title = "points: median, lowest-highest"
+        table.border_title = "points: pooled, 95% interval"
         for label, width in (("text", 8), ("tokens", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
                              ("step ms", 17)):  # fmt: skip
             table.add_column(label, width=width)
@@ -202,9 +201,9 @@ class SweepsScreen(ViewScreen):
             return p.context if kind == "context" else p.max_tokens
 
         charts = (
-            ("#sweep-tok", lambda p: p.tok_s, 1.0),
-            ("#sweep-step", lambda p: p.step_s, 1000.0),
-            ("#sweep-commit", lambda p: p.commit, 1.0),
+            ("#sweep-tok", lambda f: f.tok_s, 1.0),
+            ("#sweep-step", lambda f: f.step_s, 1000.0),
+            ("#sweep-commit", lambda f: f.commit, 1.0),
         )
         for selector, get, scale in charts:
             chart = self.query_one(selector, Chart)
@@ -216,9 +215,11 @@ class SweepsScreen(ViewScreen):
         table = self.query_one("#sweep-points", DataTable)
         table.clear()
         for p in points:
+            f = p.pooled
             table.add_row(
-                p.text_type, str(int(x_of(p))), str(p.n), fmt.spread(p.tok_s, fmt.TOK_S),
-                fmt.spread(p.commit, fmt.COMMIT), fmt.spread(p.step_s, fmt.STEP_MS),
+                p.text_type, str(int(x_of(p))), str(p.n),
+                fmt.interval(f and f.tok_s, fmt.TOK_S), fmt.interval(f and f.commit, fmt.COMMIT),
+                fmt.interval(f and f.step_s, fmt.STEP_MS),
             )  # fmt: skip
 
     # -- verdict --------------------------------------------------------------------

@@ -136,17 +136,23 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     assert "  --draft-window: 8 -> 16" in lines
     assert "  --chat-template: null -> (unset)" in lines
     tok_s = [line.split() for line in lines if " tok/s " in line]
-    # the outlier (900 tok/s) is flagged, so the 1024 median is 105, not 110
-    assert tok_s == [
-        ["1024", "code", "tok/s", "105.0", "126.0", "+20.0%", "2/1"],
-        ["4096", "code", "tok/s", "80.0", "72.0", "-10.0%", "1/1"],
-    ]
+    # Pooled: 2 x 127 tokens over 127/100 + 127/110 s = 104.8 tok/s, with its interval; the
+    # outlier (900 tok/s) is flagged and left out. B has one request: no interval, so the
+    # +20% is not a finding, and the row says so.
+    first, second = tok_s
+    assert first[:4] == ["1024", "code", "tok/s", "104.8"] and first[4].startswith("[")
+    assert first[-1] == "2/1" and first[5:7] == ["126.0", "+20%"]
+    assert "(one request: no interval)" in " ".join(first)
+    assert second[:5] == ["4096", "code", "tok/s", "80.0", "72.0"] and second[-1] == "1/1"
+    assert any(line.startswith("per point measured by both runs") for line in lines)
     assert "only in B: 8192 code" in lines
 
     proc = history("compare", str(filled["a"]), str(filled["b"]), "--json")
     result = json.loads(proc.stdout)
     assert [p["context_tokens"] for p in result["points"]] == [1024, 4096]
-    assert result["points"][0]["change"]["decode_tok_s"]["ratio"] == pytest.approx(1.2)
+    change = result["points"][0]["change"]["decode_tok_s"]
+    assert change["ratio"] == pytest.approx(126 / (254 / (1.27 + 1.27 / 1.1)))
+    assert change["finding"] is False and change["text"] == "+20% (one request: no interval)"
     assert result["flags"]["changed"] == {"draft-window": [8, 16]}
     assert "no run 77" in one_sentence_error(history("compare", str(filled["a"]), "77"))
 

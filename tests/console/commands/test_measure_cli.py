@@ -75,7 +75,7 @@ def test_measurement_commands_on_a_stopped_engine_are_one_sentence(local_host: s
 def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> None:
     assert _cli("start", local_host, "--wait").returncode == 0
     out = _cli("sweep", local_host, "--contexts", "64,512", "--output", "32", "--text",
-               "code,prose", "--json")  # fmt: skip
+               "code,prose", "--repeat", "1", "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)  # --json: nothing but the JSON on stdout
     assert data["status"] == "complete" and len(data["samples"]) == 4
@@ -86,6 +86,11 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
         ("prose", 512),
     }
     assert data["model"]["step_time_s"]["n"] == 2
+    for p in data["points"]:  # pooled per point: tok/s = commit / step exactly
+        f = p["pooled"]
+        tok, commit, step = (f[k]["value"] for k in ("decode_tok_s", "commit_len", "step_time_s"))
+        assert tok == pytest.approx(commit / step, rel=1e-12)
+    assert data["figures"]["sample_size"]["max_repeat"] == 1  # --repeat 1: exactly one
     history = json.loads(_cli("history", "list", "--json").stdout)
     assert history[0]["id"] == data["run_id"] and history[0]["status"] == "complete"
     # refused before anything is sent: one sentence, nothing stored
@@ -100,10 +105,11 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     assert "decode " in out.stdout and "(server, not streamed)" in out.stdout
     # the tuning loop: the same baseline before and after a change, side by side
-    out = _cli("set", local_host, "speculative-ddtree-budget=4", "--yes", "--baseline")
+    out = _cli("set", local_host, "speculative-ddtree-budget=4", "--yes", "--baseline",
+               "--max-repeat", "4")  # fmt: skip
     assert out.returncode == 0, out.stderr
-    table = out.stdout[out.stdout.index("tok/s before") :]
-    assert "which factor moved" in table and "\ncode " in table and "\nprose " in table
+    table = out.stdout[out.stdout.index("which factor moved") :]
+    assert "\ncode " in table and "\nprose " in table and "measured A-B" in table
 
 
 def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:

@@ -58,3 +58,19 @@ def test_intervals_are_seeded_and_narrow_with_more_requests():
     a, b = pooled_figures(few, seed=3), pooled_figures(few, seed=3)
     assert a == b
     assert pooled_figures(many).tok_s.rel_half_width < a.tok_s.rel_half_width
+
+
+def test_repeats_of_the_same_passages_give_a_timing_interval_and_a_paired_change():
+    # Two passages that commit differently (16 and 24 steps for 64 tokens), each read four
+    # times with 1% timing jitter: over these passages tok/s is known to about 1%; counted
+    # as eight different passages the commit spread would dominate the interval.
+    times = (0.099, 0.101, 0.1, 0.1005)
+    reads = [sample(st, t * st / 16, prompt_id=f"p{st}") for st in (16, 24) for t in times]
+    fresh = [dataclasses.replace(s, prompt_id=f"q{i}") for i, s in enumerate(reads)]
+    within = pooled_figures(reads).tok_s.rel_half_width
+    assert within < 0.01 < pooled_figures(fresh).tok_s.rel_half_width
+    assert pooled_figures(reads).commit.low == pooled_figures(reads).commit.high  # greedy
+    # the same passages 10% slower after a change: a finding, and only that
+    slower = [dataclasses.replace(s, decode_time_s=s.decode_time_s * 1.1) for s in reads]
+    moved = change(reads, slower, lambda p: p.tok_s)
+    assert moved.finding and moved.ratio.high < 0.93 and moved.text().startswith("-9% [")

@@ -51,20 +51,45 @@ def test_formatters_render_each_figure_one_way() -> None:
     assert three.text("{:.2f}") == fmt.spread(three, fmt.COMMIT)
 
 
-def test_baseline_comparison_is_typed_and_keeps_its_json_shape() -> None:
-    def result(tok_s: float, commit: float) -> MethodResult:
-        samples = [_request(tok_s, commit, context_tokens=256)]
-        return MethodResult("context-sweep", None, samples, summarize(samples))
+def _baseline(rates: list[float], commit: float) -> MethodResult:
+    samples = [
+        _request(t, commit, context_tokens=256, prompt_id=f"prose@256#{i}")
+        for i, t in enumerate(rates)
+    ]
+    return MethodResult("context-sweep", None, samples, summarize(samples))
 
-    (row,) = baseline_comparison(result(100.0, 4.0), result(120.0, 5.0))
+
+def test_baseline_comparison_is_pooled_with_intervals_and_keeps_its_json_shape() -> None:
+    before, after = _baseline([99.0, 100.0, 101.0], 4.0), _baseline([118.0, 120.0, 122.0], 5.0)
+    (row,) = baseline_comparison(before, after)
     assert row.text_type == "prose" and row.context == 256
-    assert row.decode_tok_s.a == 100.0 and row.decode_tok_s.b == 120.0
-    assert row.decode_tok_s.change.fraction == pytest.approx(0.2)
-    assert row.moved == "commit +25%"  # step time 40 -> 41.7 ms: under 5%
+    assert (row.n_before, row.n_after) == (3, 3)
+    t, c, st = row.decode_tok_s, row.commit_len, row.step_time_s
+    for side in ("a", "b"):  # pooled: tok/s = commit / step on both sides, exactly
+        assert getattr(t, side) == pytest.approx(getattr(c, side) / getattr(st, side), rel=1e-12)
+    assert t.change.ratio == pytest.approx(c.change.ratio / st.change.ratio, rel=1e-12)
+    assert t.a == pytest.approx(189 / sum(63 / r for r in (99.0, 100.0, 101.0)))
+    assert t.finding and t.moved.ratio.low > 1.15 and t.change_text().startswith("+20% [")
+    # commit 63/16 -> 63/13 on every request: a finding with a point interval
+    assert c.finding and row.moved.startswith("commit +23% [+23%…+23%]")
+    assert [label for label, _ in row.factors] == ["commit"] + (["step time"] if st.finding else [])
     data = row.as_dict()
-    assert data["decode_tok_s"] == {"before": 100.0, "after": 120.0, "change": pytest.approx(0.2)}
-    assert data["moved"] == "commit +25%"
+    tok = data["decode_tok_s"]
+    assert set(tok) == {"before", "after", "change", "before_interval", "after_interval",
+                        "change_interval"}  # fmt: skip
+    assert tok["before"] == pytest.approx(t.a) and tok["change"] == pytest.approx(0.2, abs=0.01)
+    assert tok["before_interval"]["low"] <= tok["before"] <= tok["before_interval"]["high"]
+    assert tok["change_interval"]["finding"] is True and data["factors_moved"][0] == "commit"
     json.dumps(data)
-    header, line = comparison_lines([row])
+    header, first, *_ = comparison_lines([row])
     assert "which factor moved" in header
-    assert line.split()[:4] == ["prose", "100.0", "120.0", "+20%"]
+    assert first.split()[:4] == ["prose", "256", "tok/s", "100.0"]
+
+
+def test_an_unchanged_baseline_is_within_noise_and_names_no_factor() -> None:
+    rates = [90.0, 100.0, 110.0, 95.0, 105.0]
+    before, after = _baseline(rates, 4.0), _baseline(list(reversed(rates)), 4.0)
+    (row,) = baseline_comparison(before, after)
+    assert not row.decode_tok_s.finding
+    assert row.decode_tok_s.change_text().startswith("within noise (")
+    assert row.moved == "neither factor moved beyond noise" and row.factors == []

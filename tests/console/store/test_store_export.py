@@ -45,11 +45,11 @@ def point(context: int, text: str, tok_s: list[float], commit: float, **kw: obje
     ]
 
 
-async def test_compare_lines_up_medians_per_point_without_flagged_samples() -> None:
+async def test_compare_lines_up_pooled_figures_per_point_without_flagged_samples() -> None:
     a = await store_run(
         {"draft-window": 8, "tree-budget": 64, "old-flag": True},
         point(1024, "code", [100.0, 110.0], 3.0)
-        # an outlier: counted in, the median would be 110, not 105
+        # an outlier: counted in, it would pull the pooled rate up
         + point(1024, "code", [1000.0], 3.0, flagged="latency outlier")
         + point(4096, "code", [80.0, 90.0, 70.0], 2.5)
         + point(1024, "prose", [60.0], 2.0),
@@ -63,8 +63,18 @@ async def test_compare_lines_up_medians_per_point_without_flagged_samples() -> N
     typed = compare(a, b)
     first_point = typed.points[0]
     assert (first_point.context_tokens, first_point.text_type) == (1024, "code")
-    assert first_point.figure("decode_tok_s").a == 105.0
-    assert first_point.figure("decode_tok_s").change.percent == pytest.approx(20.0)
+    # pooled: all decode tokens over all decode time, 2 x 127 / (127/100 + 127/110)
+    pooled_a = 254 / (1.27 + 1.27 / 1.1)
+    tok_s = first_point.figure("decode_tok_s")
+    assert tok_s.a == pytest.approx(pooled_a) and tok_s.b == pytest.approx(126.0)
+    assert tok_s.change.ratio == pytest.approx(126 / pooled_a)
+    assert tok_s.a_interval.low < tok_s.a < tok_s.a_interval.high  # two differing requests
+    assert not tok_s.finding  # B has one request: no interval, never a finding
+    for figures in (first_point, typed.points[1]):
+        for side in ("a", "b"):  # tok/s = commit / step on every row, exactly
+            t, c, st = (getattr(figures.figure(n), side) for n in
+                        ("decode_tok_s", "commit_len", "step_time_s"))  # fmt: skip
+            assert t == pytest.approx(c / st, rel=1e-12)
     assert typed.flags.changed == {"draft-window": (8, 16)} and not typed.flags.same
     result = typed.as_dict()  # the JSON shape, as `history compare --json` prints it
     assert result["a"]["id"] == a.id and result["b"]["id"] == b.id
@@ -79,17 +89,20 @@ async def test_compare_lines_up_medians_per_point_without_flagged_samples() -> N
         (4096, "code"),
     ]
     first, second = result["points"]
-    assert first["a"]["decode_tok_s"] == 105.0 and first["a"]["n"] == 2
-    assert first["b"]["decode_tok_s"] == 126.0 and first["b"]["n"] == 1
-    assert first["change"]["decode_tok_s"]["ratio"] == pytest.approx(1.2)
-    assert first["change"]["decode_tok_s"]["percent"] == pytest.approx(20.0)
-    assert first["change"]["commit_len"]["percent"] == pytest.approx(100 / 3)
-    # step time = commit / tok/s per sample, then the median: (3/100 + 3/110) / 2
-    assert first["a"]["step_time_s"] == pytest.approx((0.03 + 3 / 110) / 2)
+    assert first["a"]["decode_tok_s"] == pytest.approx(pooled_a) and first["a"]["n"] == 2
+    assert first["b"]["decode_tok_s"] == pytest.approx(126.0) and first["b"]["n"] == 1
+    assert first["change"]["decode_tok_s"]["ratio"] == pytest.approx(126 / pooled_a)
+    assert first["change"]["decode_tok_s"]["finding"] is False
+    iv = first["interval"]["a"]["decode_tok_s"]
+    assert iv["low"] <= first["a"]["decode_tok_s"] <= iv["high"]
+    # every sample has 127 tokens in 43 steps: the pooled commit did not move at all
+    assert first["a"]["commit_len"] == pytest.approx(127 / 43)
+    assert first["change"]["commit_len"]["percent"] == pytest.approx(0.0)
+    # step time = all decode time / all steps
+    assert first["a"]["step_time_s"] == pytest.approx((1.27 + 1.27 / 1.1) / 86)
     assert first["b"]["ttft_s"] is None and first["change"]["ttft_s"] is None
-    assert second["a"]["decode_tok_s"] == 80.0
-    assert second["change"]["decode_tok_s"]["percent"] == pytest.approx(-10.0)
-    # TTFT of sample i is 0.0421 + i ms: medians 0.0431 (i = 0..2) and 0.0421 (i = 0)
+    assert second["a"]["decode_tok_s"] == pytest.approx(381 / (127 / 80 + 127 / 90 + 127 / 70))
+    # TTFT of sample i is 0.0421 + i ms: means 0.0431 (i = 0..2) and 0.0421 (i = 0)
     assert second["change"]["ttft_s"]["ratio"] == pytest.approx(0.0421 / 0.0431)
     assert result["only_a"] == [{"context_tokens": 1024, "text_type": "prose"}]
     assert result["only_b"] == [{"context_tokens": 8192, "text_type": "code"}]
