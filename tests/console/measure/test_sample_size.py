@@ -9,7 +9,7 @@ import random
 import pytest
 
 from console.measure.sample_size import SampleTarget, measure_until_narrow
-from tests.console.test_intervals import BASE
+from tests.console.measure.test_intervals import BASE
 
 
 def _measurer(spread: dict[str, float], seed: int = 1):

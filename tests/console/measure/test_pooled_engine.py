@@ -22,7 +22,7 @@ from console.measure.comparison import FigurePair
 from console.measure.sample_size import SampleTarget
 from console.service import EngineService
 from console.store import RunStore, compare
-from console.transport import open_transport
+from tests.console.conftest import engine_service
 from tests.console.sshd import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
@@ -43,16 +43,8 @@ async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Eng
         name="pooled-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
         port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(root / "state"),
     )  # fmt: skip
-    transport = open_transport(profile)
-    svc = EngineService(profile, transport)
-    event = await svc.start(wait=True, timeout=180)
-    assert event.state == "ready", event.describe()
-    try:
+    async with engine_service(profile, start=True) as svc:
         yield svc
-    finally:
-        await svc.stop(timeout=10)
-        await svc.close()
-        await transport.close()
 
 
 @pytest.fixture(autouse=True)
