@@ -33,6 +33,7 @@ from console.commands.base import (
     print_failure,
     with_service,
 )
+from console.commands.baseline_options import baseline_options, baseline_overrides
 from console.errors import ConsoleError, ServiceError
 from console.measure.baseline import apply_with_baseline, comparison_lines
 from console.service import EngineService, LifecycleEvent
@@ -176,10 +177,11 @@ async def cmd_set(args: argparse.Namespace) -> int:
                 err("Not applied.")
                 return EXIT_ERROR
         rows = None
-        if args.baseline:
+        overrides = baseline_overrides(args)
+        if args.baseline or overrides:
             done = await apply_with_baseline(
                 service, plan, timeout=args.timeout, store=RunStore.default(),
-                on_note=lambda t: err(f"  {t}"),
+                on_note=lambda t: err(f"  {t}"), overrides=overrides,
             )  # fmt: skip
             result, rows = done.result, done.rows
         else:
@@ -282,6 +284,7 @@ def _register_service_commands(host_command: HostCommand) -> None:
         action="store_true",
         help="run a short fixed baseline before and after, and show the change side by side",
     )
+    baseline_options(p)
     wait_options(p)
     p.set_defaults(func=cmd_set)
 

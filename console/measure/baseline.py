@@ -9,34 +9,107 @@ change (restart, follow to ready), runs the same baseline again, and lines the t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from console.config import BaselineProfile
 from console.measure import format as fmt
 from console.measure import methods
 from console.measure.comparison import FigurePair
 from console.measure.methods import MethodResult
-from console.measure.session import MeasureSession
+from console.measure.session import MeasureError, MeasureSession
 from console.measure.stats import PointSummary
 
 if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
     from console.store import RunStore
 
-BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3}
+# The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
+# context, and a long one at `long_fraction` of the engine's context length, since a change
+# that matters at long context (a draft window, a context length) cannot show at 256.
+BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3,
+            "long_fraction": 0.9}  # fmt: skip
 MOVED = 0.05  # a factor that changed by more than 5% moved
 
 
-async def run_baseline(session: MeasureSession) -> MethodResult:
-    """A short fixed baseline: the same points before and after a change."""
-    return await methods.context_sweep(
-        session,
-        contexts=[BASELINE["context"]],
-        output_tokens=BASELINE["max_tokens"],
-        text_types=BASELINE["text_types"],
-        repeat=BASELINE["repeat"],
+@dataclass(frozen=True)
+class BaselinePlan:
+    """The points a baseline measures: prompt lengths, output length, text types, repeats."""
+
+    contexts: tuple[int, ...]
+    output: int
+    text_types: tuple[str, ...]
+    repeat: int
+    notes: tuple[str, ...] = ()  # what was clamped to fit the engine
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"contexts": list(self.contexts), "output": self.output,
+                "text_types": list(self.text_types), "repeat": self.repeat}  # fmt: skip
+
+
+def default_contexts(context_limit: int | None, output: int) -> list[int]:
+    """256 and ~90% of the context length (rounded down to 64), or 256 alone when the
+    engine does not say its context length."""
+    short = int(BASELINE["context"])
+    if context_limit is None:
+        return [short]
+    long = int(context_limit * float(BASELINE["long_fraction"])) // 64 * 64
+    return sorted({short, long})
+
+
+def baseline_plan(
+    profile: BaselineProfile | None,
+    context_limit: int | None,
+    *,
+    contexts: Sequence[int] | None = None,
+    output: int | None = None,
+    text_types: Sequence[str] | None = None,
+) -> BaselinePlan:
+    """The profile's baseline with this run's overrides, every context clamped so that it
+    and the output fit the engine's context length (said in `notes`)."""
+    profile = profile or BaselineProfile()
+    out = output or profile.output
+    wanted = list(contexts or profile.contexts or default_contexts(context_limit, out))
+    notes = []
+    if context_limit is not None:
+        room = context_limit - out
+        if room < 1:
+            raise MeasureError(
+                f"A baseline output of {out} tokens leaves no room for a prompt in the "
+                f"engine's context length {context_limit}; use a smaller --baseline-output."
+            )
+        for c in [c for c in wanted if c > room]:
+            notes.append(f"context {c} clamped to {room} ({out} output tokens must fit "
+                         f"in {context_limit})")  # fmt: skip
+        wanted = [min(c, room) for c in wanted]
+    return BaselinePlan(
+        contexts=tuple(sorted(set(wanted))),
+        output=out,
+        text_types=tuple(text_types or profile.text_types),
+        repeat=profile.repeat,
+        notes=tuple(notes),
     )
+
+
+async def plan_for(session: MeasureSession, **overrides: Any) -> BaselinePlan:
+    """The baseline plan for this session's host profile and engine, with overrides."""
+    facts = await session.facts()
+    return baseline_plan(session.service.profile.baseline, facts.context_limit, **overrides)
+
+
+async def run_baseline(session: MeasureSession, plan: BaselinePlan | None = None) -> MethodResult:
+    """A short baseline, the same points before and after a change, stored as kind
+    "baseline" so it is never taken for the sweep a verdict's model is fitted from."""
+    plan = plan or await plan_for(session)
+    with session.labelled("baseline"):
+        return await methods.context_sweep(
+            session,
+            contexts=list(plan.contexts),
+            output_tokens=plan.output,
+            text_types=list(plan.text_types),
+            repeat=plan.repeat,
+        )
 
 
 @dataclass(frozen=True)
@@ -132,16 +205,25 @@ async def apply_with_baseline(
     timeout: float,
     store: RunStore | None = None,
     on_note: Callable[[str], None] | None = None,
+    baseline: BaselinePlan | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> BaselineApply:
-    """Baseline, apply (restart and follow to ready), baseline again; compare."""
+    """Baseline, apply (restart and follow to ready), baseline again; compare. The points
+    (`baseline`, or the profile's `[baseline]` with `overrides`: contexts, output,
+    text_types) are fixed before the change, so both sides measure the same ones."""
     session = MeasureSession(service, store=store, on_note=on_note)
+    points = baseline or await plan_for(session, **(overrides or {}))
     if on_note:
-        on_note("baseline before the change ...")
-    before = await run_baseline(session)
+        for note in points.notes:
+            on_note(f"baseline: {note}")
+        contexts = ",".join(str(c) for c in points.contexts)
+        on_note(f"baseline before the change (contexts {contexts}, {points.output} tokens, "
+                f"{','.join(points.text_types)}, x{points.repeat}) ...")  # fmt: skip
+    before = await run_baseline(session, points)
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None)
     if on_note:
         on_note("baseline after the change ...")
-    after = await run_baseline(session)
+    after = await run_baseline(session, points)
     return BaselineApply(result, before, after, baseline_comparison(before, after))
