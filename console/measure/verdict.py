@@ -123,6 +123,19 @@ class Observed:
         }
 
 
+def typed_baseline(
+    sweep: Sweep, tok_s: float | None, context: float | None, text_type: str | None
+) -> Observed | None:
+    """A typed baseline figure; without a context, at the shortest swept decode context
+    (where a short-prompt baseline sits); without a text type, the observed one's."""
+    if tok_s is None:
+        return None
+    if context is None:
+        contexts = [s.decode_context or s.context_tokens for s in sweep.fitted]
+        context = min(contexts) if contexts else 0.0
+    return Observed.typed(tok_s, context, text_type)
+
+
 # -- the record -------------------------------------------------------------------------
 
 
@@ -163,6 +176,7 @@ class Judgement:
     reasons: tuple[str, ...] = ()  # why not enough evidence
     problems: tuple[str, ...] = ()  # measurement problems found on the way
     offer: str | None = None  # the command that would settle it
+    offer_contexts: tuple[int, ...] = ()  # the prompt lengths it sweeps
     lines: tuple[str, ...] = ()  # the arithmetic and notes, a line each
     model_contexts: tuple[float, float] | None = None
     sweep_requests: int = 0
@@ -184,6 +198,7 @@ class Judgement:
             "reasons": list(self.reasons),
             "problems": list(self.problems),
             "offer": self.offer,
+            "offer_contexts": list(self.offer_contexts),
             "arithmetic": list(self.lines),
             "model_contexts": list(self.model_contexts) if self.model_contexts else None,
             "sweep_requests": self.sweep_requests,
@@ -227,19 +242,27 @@ class Sweep:
     def prompt_contexts(self) -> list[int]:
         return sorted({s.context_tokens for s in self.fitted})
 
-    def sweep_command(self, needed: Sequence[float], text_types: Sequence[str]) -> str:
-        """`specconsole sweep ...` covering the swept contexts and the `needed` ones."""
+    def offer_contexts(self, needed: Sequence[float]) -> list[int]:
+        """The swept prompt lengths plus the `needed` contexts as prompt lengths (a
+        decode context is the prompt plus half the output), each clamped to fit."""
         out = self.output_tokens()
         top = None if self.context_limit is None else self.context_limit - out
         wanted = set(self.prompt_contexts())
         for c in needed:
             prompt = max(16, round(c - out / 2))
             wanted.add(prompt if top is None else min(prompt, top))
-        contexts = ",".join(str(c) for c in sorted(wanted))
+        if len(wanted) < 2:  # a step line needs two contexts: add a short and a longer one
+            longer = 4 * max(wanted, default=256)
+            wanted |= {64, longer if top is None else min(longer, top)}
+        return sorted(wanted)
+
+    def sweep_command(self, needed: Sequence[float], text_types: Sequence[str]) -> str:
+        """`specconsole sweep ...` covering the swept contexts and the `needed` ones."""
+        contexts = ",".join(str(c) for c in self.offer_contexts(needed))
         kinds = ",".join(sorted(set(text_types))) or "code"
         return (
-            f"specconsole sweep {self.host} --contexts {contexts} --output {out} "
-            f"--text {kinds} --repeat 3"
+            f"specconsole sweep {self.host} --contexts {contexts} --output "
+            f"{self.output_tokens()} --text {kinds} --repeat 3"
         )
 
 
@@ -379,7 +402,11 @@ def judge(
     except FitError as exc:
         return _refuse(base, [str(exc)], sweep, [observed.context],
                        [observed.text_type or "code"])  # fmt: skip
-    base = replace(base, model_contexts=model.contexts)
+    base = replace(base, model_contexts=model.contexts, text_type=observed.text_type)
+    if observed.text_type is None:  # named even when the verdict refuses, as a hint only
+        guess = guess_type(model, observed, seed)
+        nearest = guess.candidates[0] if guess and guess.candidates else None
+        base = replace(base, text_type=nearest, text_inferred=True)
     kinds = [observed.text_type] if observed.text_type else []
     if baseline is not None and baseline.text_type:
         kinds.append(baseline.text_type)
@@ -423,10 +450,15 @@ def _refuse(
     again: bool = False,
 ) -> Judgement:
     """Not enough evidence, with the sweep that would give it."""
-    offer = sweep.sweep_command(needed, kinds) if (needed or again or not sweep.fitted) else None
-    headline = f"Not enough evidence: {reasons[0]}."
-    return replace(base, outcome="not enough evidence", headline=headline,
-                   reasons=tuple(base.reasons) + tuple(reasons), offer=offer)  # fmt: skip
+    offering = bool(needed or again or not sweep.fitted)
+    return replace(
+        base,
+        outcome="not enough evidence",
+        headline=f"Not enough evidence: {reasons[0]}.",
+        reasons=tuple(base.reasons) + tuple(reasons),
+        offer=sweep.sweep_command(needed, kinds) if offering else None,
+        offer_contexts=tuple(sweep.offer_contexts(needed)) if offering else (),
+    )
 
 
 def _judge_fitted(

@@ -9,6 +9,7 @@ from console.commands.measure import stored_live_window
 from console.measure.decompose import fit
 from console.measure.live_window import explain_live
 from console.measure.records import LiveSample, RunInfo
+from console.measure.verdict import Sweep
 from console.store import RunStore
 from console.tui.app import SpecConsoleApp
 from console.tui.settings import TuiSettings
@@ -39,12 +40,17 @@ async def test_diagnose_and_the_tui_give_the_same_verdict_on_the_same_stored_sam
     for sample in _live_minute(time.time()):
         await store.add_live(run_id, sample)
     await store.finish_run(run_id, "complete")
-    model = fit(fakes.sweep_samples())
+    samples = fakes.sweep_samples()
+    model = fit(samples)
 
     # The CLI: what `diagnose gpu1` (no --observed, --text or --context) reads and explains.
     window = await stored_live_window(store, host, 60.0)
-    cli = explain_live(model, window)
+    cli = explain_live(Sweep(tuple(samples), host), window)
     assert cli.inferred and cli.text_type == "prose"
+    # the live minute sits at ~1800 tokens, the sweep reached 1024: refused, with the sweep
+    assert cli.verdict.outcome == "not enough evidence"
+    assert "outside the swept contexts" in cli.verdict.headline
+    assert cli.verdict.offer and "specconsole sweep gpu1 --contexts" in cli.verdict.offer
     assert window.n == 6 and window.commit == 2.3  # the last minute, figures only
 
     # The TUI: the same stored samples in the dashboard's series, ctrl+l, ctrl+t.
@@ -60,12 +66,16 @@ async def test_diagnose_and_the_tui_give_the_same_verdict_on_the_same_stored_sam
         await pilot.pause()
         await app.workers.wait_for_complete()
         screen = app.screen
-        screen._set_model(model, "fixed samples")
+        screen._set_model(model, "fixed samples", samples)
         screen.action_use_live()
         assert screen._live == window
         assert screen._verdict(model) == cli.verdict
         screen.action_explain()
         await pilot.pause()
         shown = str(screen.query_one("#verdict").render())
+        offered = screen.query_one("#sweep-contexts").value
     assert cli.verdict.headline in shown
     assert all(line in shown for line in cli.verdict.lines)
+    assert cli.verdict.offer in shown
+    # the TUI's offer: the sweep form holds the contexts the verdict needs (ctrl+r runs it)
+    assert offered == ",".join(str(c) for c in cli.verdict.offer_contexts)
