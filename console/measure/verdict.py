@@ -44,6 +44,7 @@ MATTERS = 0.10  # a residual under 10% is not worth a bug hunt even when it is s
 WIDE = 0.15  # a residual interval wider than ± 15% cannot tell physics from a bug
 EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
 TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type
+FALL = 0.05  # a step line that falls more than 5% over the sweep is a measurement problem
 MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
 
 
@@ -431,12 +432,17 @@ def judge(
 
 
 def _falling(model: ThroughputModel) -> str | None:
+    """A step line that falls by more than `FALL` across the swept contexts: attention
+    over a growing KV cache cannot get cheaper, so the sweep measured something else (a
+    busy host, warm-up). A line flat within that is the noise of a cheap model."""
+    lo, hi = model.contexts
     lines = {"all texts": model.step, **model.step_by_type}
-    bad = [name for name, line in lines.items() if line.slope < 0]
+    bad = {name: line.at(hi) / line.at(lo) - 1 for name, line in lines.items()
+           if line.at(lo) > 0 and line.at(hi) < line.at(lo) * (1 - FALL)}  # fmt: skip
     if not bad:
         return None
-    slope = min(lines[n].slope for n in bad) * 1e6
-    return (f"step time falls with context ({slope:+.3f} ms per 1k tokens on "
+    worst = min(bad.values())
+    return (f"step time falls with context ({worst:.0%} from {lo:.0f} to {hi:.0f} on "
             f"{', '.join(bad)}): noise, another process or warm-up, not a finding")  # fmt: skip
 
 

@@ -222,8 +222,15 @@ def test_diagnose_without_observed_explains_the_live_series_last_minute(local_ho
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["live"]["n"] > 0 and data["model_from"].startswith("sweep run")
-    assert data["verdict"]["observed_tok_s"] == pytest.approx(data["live"]["tok_s"])
-    assert data["verdict"]["arithmetic"][0].startswith("model at context")
+    verdict = data["verdict"]
+    assert verdict["observed"]["tok_s"] == pytest.approx(data["live"]["tok_s"])
+    assert verdict["outcome"] in ("physics", "not physics", "not enough evidence")
+    assert verdict["arithmetic"][0].startswith("model at context") or verdict["reasons"]
     # the human form shows the arithmetic and where the model came from
     out = _cli("diagnose", local_host, "--observed", "100", "--context", "900", "--text", "prose")
     assert out.returncode == 0 and "commit" in out.stdout and "(model from sweep run" in out.stdout
+    # a context the stored sweep did not reach: refused, with the sweep to run
+    out = _cli("diagnose", local_host, "--observed", "100", "--context", "1900", "--text", "prose")
+    assert out.returncode == 0, out.stderr
+    assert "outside the swept contexts" in out.stdout
+    assert f"to settle it: specconsole sweep {local_host} --contexts 64," in out.stdout
