@@ -174,6 +174,7 @@ class Judgement:
     expected: Interval | None = None  # tok/s the baseline x factors (or the model) expects
     factors: tuple[FactorRange, ...] = ()
     baseline_check: FactorRange | None = None  # baseline / the model's prediction for it
+    commit_check: FactorRange | None = None  # observed commit / what context and text explain
     reasons: tuple[str, ...] = ()  # why not enough evidence
     problems: tuple[str, ...] = ()  # measurement problems found on the way
     offer: str | None = None  # the command that would settle it
@@ -196,6 +197,7 @@ class Judgement:
             "expected_tok_s": self.expected.as_dict() if self.expected else None,
             "factors": [f.as_dict() for f in self.factors],
             "baseline_check": self.baseline_check.as_dict() if self.baseline_check else None,
+            "commit_residual": self.commit_check.as_dict() if self.commit_check else None,
             "reasons": list(self.reasons),
             "problems": list(self.problems),
             "offer": self.offer,
@@ -284,6 +286,8 @@ class _Split:
     residual: float
     expected: float
     baseline_ratio: float | None  # baseline / the model's own prediction for it
+    # observed commit / the commit context and text explain; None without a measured one
+    commit_residual: float | None = None
 
 
 def _split(
@@ -294,6 +298,7 @@ def _split(
     baseline: float | None,
     b_ctx: float,
     b_kind: str,
+    commits: tuple[float | None, float | None] = (None, None),
 ) -> _Split:
     """observed / baseline = context x text x residual, through the model's predictions.
     Without a baseline the model's own figure at the baseline point stands in for it, so
@@ -304,12 +309,21 @@ def _split(
     ctx_factor, text_factor = moved_ctx / at_base, here / moved_ctx
     start = at_base if baseline is None else baseline
     expected = start * ctx_factor * text_factor
+    # Commit alone, the same way: a flag or drafter change shows in commit length even
+    # where a cheaper round hides it in tok/s, and commit does not drift with host load.
+    obs_commit, base_commit = commits
+    commit_residual = None
+    if obs_commit is not None:
+        here_c, base_c = model.commit_at(kind, ctx), model.commit_at(b_kind, b_ctx)
+        expected_c = here_c if base_commit is None else base_commit * here_c / base_c
+        commit_residual = obs_commit / expected_c
     return _Split(
         ctx_factor,
         text_factor,
         observed / expected,
         expected,
         None if baseline is None else baseline / at_base,
+        commit_residual,
     )
 
 
@@ -341,9 +355,10 @@ def _draws(
         drawn = [s for g in groups for s in rng.choices(g, k=len(g))]
         try:
             model = fit(drawn)
-            obs, _c = observed.resample(rng)
-            base = baseline.resample(rng)[0] if baseline is not None else None
-            out.append(_split(model, obs, ctx, kind, base, b_ctx, b_kind))
+            obs, obs_c = observed.resample(rng)
+            base, base_c = baseline.resample(rng) if baseline is not None else (None, None)
+            commits = (obs_c if observed.n >= 2 else None, base_c)
+            out.append(_split(model, obs, ctx, kind, base, b_ctx, b_kind, commits))
         except (FitError, ZeroDivisionError):
             continue
     return out
@@ -540,8 +555,11 @@ def _one(
     if baseline is None:  # the model's own best short-context figure is the reference
         b_kind = kind
     b_ctx = baseline.context if baseline is not None else model.contexts[0]
+    # a commit residual only where the commit rests on samples (a typed figure has none)
+    commits = (observed.commit if observed.n >= 2 else None,
+               baseline.commit if baseline is not None else None)  # fmt: skip
     point = _split(model, observed.tok_s, observed.context, kind,
-                   baseline.tok_s if baseline else None, b_ctx, b_kind)  # fmt: skip
+                   baseline.tok_s if baseline else None, b_ctx, b_kind, commits)  # fmt: skip
     draws = _draws(sweep, observed, baseline, (observed.context, kind, b_ctx, b_kind),
                    seed=seed, resamples=resamples)  # fmt: skip
     pred = model.predict(observed.context, kind)
@@ -558,11 +576,17 @@ def _one(
     lines = _arithmetic(model, observed, baseline, kind, b_ctx, b_kind, factors, expected, pred)
     if check is not None and check.moved:
         lines.append(f"baseline check: {check.detail} ({check.text()}): the sweep may not "
-                     "describe the baseline's engine")  # fmt: skip
-    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors[2])
+                     "describe the baseline's engine or host load")  # fmt: skip
+    commit = None
+    if point.commit_residual is not None:
+        commit = FactorRange("commit", _interval(point.commit_residual, [
+            d.commit_residual for d in draws if d.commit_residual is not None]),
+            f"observed commit {observed.commit:.2f} vs what context and text explain")  # fmt: skip
+        lines.append(f"commit residual: {commit.text()} ({commit.detail})")
+    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors[2], commit)
     j = replace(base, outcome=outcome, text_type=kind, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
-                reasons=tuple(reasons))  # fmt: skip
+                reasons=tuple(reasons), commit_check=commit)  # fmt: skip
     return replace(j, headline=_headline(j))
 
 
@@ -600,18 +624,28 @@ def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
     if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS):
         reasons.append(
             f"the baseline is {check.text()} off the model's own prediction for it: the "
-            "sweep does not describe the baseline's engine; sweep with the baseline's flags"
+            "sweep does not describe the baseline (other flags, or the host's load drifted "
+            "between them); sweep again next to it, with the baseline's flags"
         )
     return reasons
 
 
-def _outcome(hard: list[str], residual: FactorRange) -> tuple[Outcome, list[str]]:
-    """Not physics only when the residual's interval excludes no change and the residual
-    is big enough to matter; physics only when the interval is narrow enough to say so."""
+def _outcome(
+    hard: list[str], residual: FactorRange, commit: FactorRange | None = None
+) -> tuple[Outcome, list[str]]:
+    """Not physics only when the residual's interval (of tok/s, or of commit length alone)
+    excludes no change and the residual is big enough to matter; physics only when the
+    interval is narrow enough to say so."""
     r = residual.ratio
     if hard:
         return "not enough evidence", hard
     if not r.contains(1.0) and _far(r.value, MATTERS):
+        return "not physics", []
+    if (
+        commit is not None
+        and not commit.ratio.contains(1.0)
+        and _far(commit.ratio.value, 2 * MATTERS)
+    ):
         return "not physics", []
     if r.rel_half_width > WIDE:
         return "not enough evidence", [
@@ -633,6 +667,14 @@ def _headline(j: Judgement) -> str:
     assert residual is not None
     if j.outcome == "not enough evidence":
         return f"Not enough evidence: {j.reasons[0]}."
+    commit = j.commit_check
+    if j.outcome == "not physics" and (residual.ratio.contains(1.0) or not _far(
+            residual.ratio.value, MATTERS)) and commit is not None:  # fmt: skip
+        return (
+            f"Not physics: at {_change(j)} the commit length is {commit.text()} off what context "
+            "and text explain (tok/s residual "
+            f"{residual.text()}): the drafter or a flag changed; worth a bug hunt."
+        )
     if j.outcome == "not physics":
         return (
             f"Not physics: {_change(j)} is {residual.text()} off what context and text "

@@ -163,3 +163,16 @@ def test_every_outcome_is_in_the_json(outcome: str) -> None:
     data = j.as_dict()
     assert data["outcome"] == outcome
     assert set(data) >= {"headline", "factors", "reasons", "offer", "observed", "arithmetic"}
+
+
+def test_a_commit_collapse_hidden_by_cheaper_rounds_is_not_physics() -> None:
+    # speculation off on a cheap CPU model: commit 1, rounds 2.4x cheaper, tok/s unchanged
+    off = observed("prose", 256, commit={"prose": 1.0}, slower=1 / 2.42)
+    j = judge(sweep(), Observed.from_requests(off.requests, "prose"),
+              observed("prose", 256, seed=8))  # fmt: skip
+    assert (
+        j.factor("residual").ratio.contains(1.0) or abs(j.factor("residual").ratio.value - 1) < 0.1
+    )
+    assert j.outcome == "not physics", j.text()
+    assert j.commit_check is not None and j.commit_check.ratio.high < 0.5
+    assert "commit length is" in j.headline
