@@ -105,6 +105,10 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     table = out.stdout[out.stdout.index("tok/s before") :]
     assert "which factor moved" in table and "\ncode " in table and "\nprose " in table
+    # stored as baselines (never a verdict's model), with a long context near the limit
+    baselines = json.loads(_cli("history", "list", "--kind", "baseline", "--json").stdout)
+    assert len(baselines) == 2 and all(r["kind"] == "baseline" for r in baselines)
+    assert baselines[0]["params"]["contexts"] == [256, 1792]
 
 
 def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:
