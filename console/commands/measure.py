@@ -267,16 +267,16 @@ async def _sweep_for(
     session: MeasureSession, args: argparse.Namespace, needed: list[str], reach: float
 ) -> tuple[Sweep, str]:
     """The sweep the verdict's model is fitted from: the newest stored sweep over at least
-    two contexts with the flags in force (never a one-context baseline), or, when there is
-    none or it lacks a text type, a new one covering `reach`. A stored sweep that does not
+    two contexts with the flags in force and every needed text type (never a one-context
+    baseline), or, when there is none, a new one covering `reach`. A stored sweep that does not
     reach the context asked about is kept: the verdict then refuses to extrapolate and
     offers the sweep to run, rather than silently sweeping for minutes."""
     facts = await session.facts()
     host = session.service.profile.name
     store = session.store
     if store is not None and not args.fresh:
-        run = await store.latest_sweep(host, flags_hash=facts.flags_hash)
-        if run is not None and all(t in {s.text_type for s in run.requests} for t in needed):
+        run = await store.latest_sweep(host, flags_hash=facts.flags_hash, text_types=needed)
+        if run is not None:
             return Sweep(run.requests, host, facts.context_limit), f"sweep run {run.id}"
     limit = facts.context_limit or 2048
     output = 64

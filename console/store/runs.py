@@ -279,7 +279,12 @@ class RunStore:
         return await self._call(select)
 
     async def latest_sweep(
-        self, host: str, *, flags_hash: str | None = None, min_contexts: int = 2
+        self,
+        host: str,
+        *,
+        flags_hash: str | None = None,
+        min_contexts: int = 2,
+        text_types: tuple[str, ...] | list[str] = (),
     ) -> StoredRun | None:
         """The newest complete context sweep of `host` (with these flags) over at least
         `min_contexts` prompt lengths, samples loaded: the run a verdict's model is fitted
@@ -292,6 +297,10 @@ class RunStore:
         if flags_hash is not None:
             where.append("flags_hash = ?")
             args.append(flags_hash)
+        for kind in text_types:  # every text type the verdict needs, measured unflagged
+            where.append("EXISTS (SELECT 1 FROM request_samples WHERE run_id = runs.id "
+                         "AND text_type = ? AND flagged IS NULL)")  # fmt: skip
+            args.append(kind)
         sql = f"{_SELECT_RUNS} WHERE {' AND '.join(where)} ORDER BY started_at DESC, id DESC"
 
         def select(db: sqlite3.Connection) -> StoredRun | None:

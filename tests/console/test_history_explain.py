@@ -58,6 +58,9 @@ async def test_explain_two_stored_runs_gives_each_outcome_with_the_sweep_as_mode
     run = await store.run(ids["baseline"])
     assert run.info.kind == "baseline"
     assert (await store.latest_sweep("gpu1")).id == ids["sweep"]
+    assert (await store.latest_sweep("gpu1", text_types=["prose"])).id == ids["sweep"]
+    assert await store.latest_sweep("gpu1", text_types=["poetry"]) is None
+    assert await store.latest_sweep("gpu1", flags_hash="other") is None
 
     growth = await explain_runs(store, await store.run(ids["short"]), await store.run(ids["long"]))
     assert growth.model_run == ids["sweep"]
