@@ -416,7 +416,8 @@ def judge(
     try:
         model = fit(sweep.samples)
     except FitError as exc:
-        return _refuse(base, [str(exc)], sweep, [observed.context],
+        reason = str(exc).rstrip(".")
+        return _refuse(base, [reason[:1].lower() + reason[1:]], sweep, [observed.context],
                        [observed.text_type or "code"])  # fmt: skip
     base = replace(base, model_contexts=model.contexts, text_type=observed.text_type)
     if observed.text_type is None:  # named even when the verdict refuses, as a hint only
@@ -442,7 +443,7 @@ def judge(
     if falling:
         return _refuse(replace(base, problems=(falling,)), [
             "the step-time line falls with context, which the KV cache cannot do"],
-            sweep, [], kinds or sorted(model.commit), again=True)  # fmt: skip
+            sweep, [], sorted(model.commit), again=True)  # fmt: skip
     return _judge_fitted(base, sweep, model, observed, baseline, seed, resamples)
 
 
