@@ -79,3 +79,36 @@ async def test_diagnose_and_the_tui_give_the_same_verdict_on_the_same_stored_sam
     assert cli.verdict.offer in shown
     # the TUI's offer: the sweep form holds the contexts the verdict needs (ctrl+r runs it)
     assert offered == ",".join(str(c) for c in cli.verdict.offer_contexts)
+
+
+async def test_history_v_explains_two_marked_runs_as_history_explain_does() -> None:
+    """Two stored prompt runs and a sweep: space marks two runs, v shows the verdict lines
+    `specconsole history explain` prints for them."""
+
+    from console.store.explain import explain_runs
+    from tests.console.test_history_explain import _fill
+
+    store = RunStore.default()
+    ids = await _fill(store)
+    expected = await explain_runs(store, await store.run(ids["short"]),
+                                  await store.run(ids["long"]))  # fmt: skip
+    store.close()
+    service = fakes.FakeService()
+    app = SpecConsoleApp("gpu1", settings=TuiSettings(), service=service, poll=False,
+                         live=False)  # type: ignore[arg-type]  # fmt: skip
+    async with app.run_test(size=(150, 48)) as pilot:
+        app.status = await service.status()
+        await pilot.press("h")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        screen = app.screen
+        screen.marked = [ids["short"], ids["long"]]
+        await pilot.press("v")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = str(screen.query_one("#hist-text").render())
+    _label, judged = expected.pairs[0]
+    assert judged.outcome == "physics"
+    assert judged.headline in shown.replace("\n", " ") or judged.headline[:60] in shown
+    assert f"run {ids['long']} (prompt" in shown
