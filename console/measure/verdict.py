@@ -179,6 +179,7 @@ class Judgement:
     problems: tuple[str, ...] = ()  # measurement problems found on the way
     offer: str | None = None  # the command that would settle it
     offer_contexts: tuple[int, ...] = ()  # the prompt lengths it sweeps
+    offer_text_types: tuple[str, ...] = ()  # and the text types
     lines: tuple[str, ...] = ()  # the arithmetic and notes, a line each
     model_contexts: tuple[float, float] | None = None
     sweep_requests: int = 0
@@ -202,6 +203,7 @@ class Judgement:
             "problems": list(self.problems),
             "offer": self.offer,
             "offer_contexts": list(self.offer_contexts),
+            "offer_text_types": list(self.offer_text_types),
             "arithmetic": list(self.lines),
             "model_contexts": list(self.model_contexts) if self.model_contexts else None,
             "sweep_requests": self.sweep_requests,
@@ -480,6 +482,7 @@ def _refuse(
         reasons=tuple(base.reasons) + tuple(reasons),
         offer=sweep.sweep_command(needed, kinds) if offering else None,
         offer_contexts=tuple(sweep.offer_contexts(needed)) if offering else (),
+        offer_text_types=tuple(sorted(set(kinds)) or ("code",)) if offering else (),
     )
 
 

@@ -74,11 +74,13 @@ async def test_diagnose_and_the_tui_give_the_same_verdict_on_the_same_stored_sam
         await pilot.pause()
         shown = str(screen.query_one("#verdict").render())
         offered = screen.query_one("#sweep-contexts").value
+        offered_repeat = screen.query_one("#sweep-repeat").value
     assert cli.verdict.headline in shown
     assert all(line in shown for line in cli.verdict.lines)
     assert cli.verdict.offer in shown
     # the TUI's offer: the sweep form holds the contexts the verdict needs (ctrl+r runs it)
     assert offered == ",".join(str(c) for c in cli.verdict.offer_contexts)
+    assert offered_repeat == "3" and cli.verdict.offer_text_types
 
 
 async def test_history_v_explains_two_marked_runs_as_history_explain_does() -> None:

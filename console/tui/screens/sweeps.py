@@ -280,8 +280,14 @@ class SweepsScreen(ViewScreen):
         if verdict.offer_contexts:
             # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
             # runs exactly the sweep the verdict asks for.
-            field = self.query_one("#sweep-contexts", Input)
-            field.value = ",".join(str(c) for c in verdict.offer_contexts)
+            self.query_one("#sweep-kind", Select).value = "context"
+            self.query_one("#sweep-contexts", Input).value = ",".join(
+                str(c) for c in verdict.offer_contexts
+            )
+            self.query_one("#sweep-types", Input).value = ",".join(verdict.offer_text_types)
+            repeat = self.query_one("#sweep-repeat", Input)
+            if not repeat.value.strip().isdigit() or int(repeat.value) < 3:
+                repeat.value = "3"  # one request a point gives the verdict no spread
             self.notify("The verdict needs a sweep first: the contexts are filled in; ctrl+r "
                         "runs it.", severity="warning")  # fmt: skip
 
