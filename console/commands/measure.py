@@ -22,7 +22,7 @@ from console.commands.web import bench_parser
 from console.errors import ConsoleError
 from console.measure import format as fmt
 from console.measure import methods
-from console.measure.decompose import ThroughputModel
+from console.measure.decompose import FitError, ThroughputModel, fit
 from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.methods import MethodResult
 from console.measure.numbers import NumberListError, parse_counts
@@ -315,18 +315,27 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
             observed = Observed.typed(args.observed, context, text)
             base = typed_baseline(sweep, args.baseline, args.baseline_context, args.baseline_text)
             judged = judge(sweep, observed, base)
-        print_verdict(judged, source, live, as_json=args.json)
+        print_verdict(judged, source, live, as_json=args.json, sweep=sweep)
         return 0
 
     return await with_service(args, body)
 
 
 def print_verdict(
-    judged: Judgement, source: str, live: LiveWindow | None = None, *, as_json: bool = False
+    judged: Judgement,
+    source: str,
+    live: LiveWindow | None = None,
+    *,
+    as_json: bool = False,
+    sweep: Sweep | None = None,
 ) -> None:
-    """A verdict as `diagnose` and `history explain` print it, or its JSON."""
+    """A verdict as `diagnose` prints it, or its JSON (with the fitted model, as before)."""
     if as_json:
         out: dict[str, Any] = {"verdict": judged.as_dict(), "model_from": source}
+        try:
+            out["model"] = fit(sweep.samples).as_dict() if sweep is not None else None
+        except FitError:
+            out["model"] = None
         if live is not None:
             out["live"] = live.as_dict()
         print(json.dumps(out, indent=2))
