@@ -33,6 +33,7 @@ from console.commands.base import (
     print_failure,
     with_service,
 )
+from console.commands.baseline_options import baseline_options, baseline_overrides
 from console.commands.measure import add_sample_options, sample_target
 from console.errors import ConsoleError, ServiceError
 from console.measure.baseline import apply_with_baseline
@@ -178,11 +179,12 @@ async def cmd_set(args: argparse.Namespace) -> int:
                 err("Not applied.")
                 return EXIT_ERROR
         done = None
-        if args.baseline:
+        overrides = baseline_overrides(args)
+        if args.baseline or overrides:
             done = await apply_with_baseline(
                 service, plan, timeout=args.timeout, store=RunStore.default(),
                 on_note=lambda t: err(f"  {t}"), target=sample_target(args),
-                bracket=args.bracket,
+                bracket=args.bracket, overrides=overrides,
             )  # fmt: skip
             result = done.result
         else:
@@ -297,6 +299,7 @@ def _register_service_commands(host_command: HostCommand) -> None:
     p.add_argument("--repeat", type=int, help="with --baseline: exactly this many repeats")
     add_sample_options(p)
     p.add_argument("--json", action="store_true", help="the outcome (and comparison) as JSON")
+    baseline_options(p)
     wait_options(p)
     p.set_defaults(func=cmd_set)
 

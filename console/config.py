@@ -81,6 +81,38 @@ class SupervisorProfile(_Strict):
     mode: Literal["unit", "dropin"] = "unit"  # own the whole unit, or override ExecStart
 
 
+class BaselineProfile(_Strict):
+    """The short baseline `set --baseline` (and the TUI's apply) runs before and after a
+    change. A change that matters at long context (a draft window, a context length)
+    cannot show at 256 tokens, so by default it also measures one near the context
+    length: 256 and 90% of the engine's context length, clamped so the output fits."""
+
+    contexts: list[int] | None = None  # prompt lengths; None: 256 and ~90% of the limit
+    output: int = Field(default=96, ge=1, le=65536)  # tokens generated per request
+    text_types: list[str] = Field(default_factory=lambda: ["code", "prose"])
+    repeat: int = Field(default=3, ge=1, le=100)
+
+    @field_validator("contexts")
+    @classmethod
+    def _contexts(cls, contexts: list[int] | None) -> list[int] | None:
+        if contexts is None:
+            return None
+        if not contexts:
+            raise ValueError("give at least one context, or leave it out for the default")
+        bad = [c for c in contexts if c < 1]
+        if bad:
+            raise ValueError(f"contexts are prompt lengths of at least 1 token, not {bad[0]}")
+        return sorted(set(contexts))
+
+    @field_validator("text_types")
+    @classmethod
+    def _types(cls, kinds: list[str]) -> list[str]:
+        kinds = [k.strip() for k in kinds if k.strip()]
+        if not kinds:
+            raise ValueError("give at least one text type (e.g. code, prose)")
+        return list(dict.fromkeys(kinds))
+
+
 class HostProfile(_Strict):
     name: str
     engine: EngineKind = "builtin"
@@ -93,6 +125,7 @@ class HostProfile(_Strict):
     service: str | None = None  # service name on the host; default: the profile name
     state_dir: str = "~/.local/state/specconsole"  # on the host
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    baseline: BaselineProfile = Field(default_factory=BaselineProfile)
 
     @field_validator("name", "service")
     @classmethod

@@ -17,15 +17,17 @@ from console.commands.base import HostCommand, Parser, err
 from console.commands.gpu import gpu_table
 from console.measure import format as fmt
 from console.measure.format import table
+from console.measure.records import RUN_KINDS
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
 from console.store.compare_text import comparison_lines
+from console.store.explain import explain_runs
 from console.store.runs import RUN_STATUSES
 
 EXPORT_FORMATS = ("csv", "json")
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add `history list|show|compare|export` to the `specconsole` parser."""
+    """Add `history list|show|compare|explain|export` to the `specconsole` parser."""
     history = sub.add_parser(
         "history",
         help="Stored measurement runs: list, show, compare, export.",
@@ -37,6 +39,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--host", help="only runs on this host profile")
     p.add_argument("--method", help="only runs of this method (probe, context-sweep, watch, ...)")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    p.add_argument("--kind", help=f"only runs of this kind ({', '.join(RUN_KINDS)})")
     p.add_argument("--limit", type=_positive_int, default=50, help="at most this many runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_history_list)
@@ -51,6 +54,16 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("id_b", type=int, metavar="ID2", help="the run compared")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_history_compare)
+
+    p = hsub.add_parser(
+        "explain",
+        help="The verdict on run ID2 against run ID1: physics, not physics, or not enough "
+        "evidence.",
+    )
+    p.add_argument("id_a", type=int, metavar="ID1", help="the baseline run")
+    p.add_argument("id_b", type=int, metavar="ID2", help="the run to explain")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history_explain)
 
     p = hsub.add_parser("export", help="Write runs and all their samples as CSV or JSON.")
     p.add_argument("ids", type=int, nargs="+", metavar="ID")
@@ -75,8 +88,9 @@ def _positive_int(text: str) -> int:
 async def cmd_history_list(args: argparse.Namespace) -> int:
     with closing(RunStore.default()) as store:
         runs = await store.runs(
-            host=args.host, method=args.method, status=args.status, limit=args.limit
-        )
+            host=args.host, method=args.method, status=args.status, kind=args.kind,
+            limit=args.limit,
+        )  # fmt: skip
         if not runs:
             raise HistoryError(_nothing_matches(args, store))
     if args.json:
@@ -90,6 +104,7 @@ async def cmd_history_list(args: argparse.Namespace) -> int:
             run.info.host,
             _engine(run),
             run.info.method,
+            run.info.kind,
             _status(run),
             str(run.request_count),
             str(run.live_count),
@@ -97,8 +112,8 @@ async def cmd_history_list(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
-    headers = ("ID", "STARTED", "TOOK", "HOST", "ENGINE", "METHOD", "STATUS", "REQ", "LIVE")
-    print(table((*headers, "FLAGS"), rows, right={0, 2, 7, 8}))
+    headers = ("ID", "STARTED", "TOOK", "HOST", "ENGINE", "METHOD", "KIND", "STATUS", "REQ")
+    print(table((*headers, "LIVE", "FLAGS"), rows, right={0, 2, 8, 9}))
     return 0
 
 
@@ -138,6 +153,17 @@ async def cmd_history_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_history_explain(args: argparse.Namespace) -> int:
+    with closing(RunStore.default()) as store:
+        a, b = await store.run(args.id_a), await store.run(args.id_b)
+        explained = await explain_runs(store, a, b)
+    if args.json:
+        print(json.dumps(explained.as_dict(), indent=2, default=str))
+        return 0
+    print("\n".join(explained.lines()))
+    return 0
+
+
 async def cmd_history_export(args: argparse.Namespace) -> int:
     if args.format not in EXPORT_FORMATS:
         raise HistoryError(f"Unknown export format {args.format!r}; use --format csv or json.")
@@ -162,7 +188,12 @@ async def cmd_history_export(args: argparse.Namespace) -> int:
 def _nothing_matches(args: argparse.Namespace, store: RunStore) -> str:
     filters = [
         f"{name} {value!r}"
-        for name, value in (("host", args.host), ("method", args.method), ("status", args.status))
+        for name, value in (
+            ("host", args.host),
+            ("method", args.method),
+            ("status", args.status),
+            ("kind", args.kind),
+        )
         if value is not None
     ]
     if not filters:
@@ -196,7 +227,7 @@ def _status(run: StoredRun) -> str:
 
 def _run_header(run: StoredRun) -> list[str]:
     lines = [
-        f"run {run.id}: {run.info.method} on {run.info.host}",
+        f"run {run.id}: {run.info.method} ({run.info.kind}) on {run.info.host}",
         f"  engine    {_engine(run)}",
         f"  status    {_status(run)}",
         f"  started   {_when(run.info.started_at)}",

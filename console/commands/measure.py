@@ -22,7 +22,7 @@ from console.commands.web import bench_parser
 from console.errors import ConsoleError
 from console.measure import format as fmt
 from console.measure import methods
-from console.measure.decompose import FitError, ThroughputModel, explain, fit
+from console.measure.decompose import FitError, ThroughputModel, fit
 from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.methods import MethodResult
 from console.measure.numbers import NumberListError, parse_counts
@@ -32,6 +32,7 @@ from console.measure.round_curve import sample_curve
 from console.measure.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.measure.session import MeasureError, MeasureSession
 from console.measure.stats import PointSummary, Spread, spread
+from console.measure.verdict import Judgement, Observed, Sweep, judge, typed_baseline
 from console.service import EngineService
 from console.store import RunStore
 
@@ -316,33 +317,30 @@ async def cmd_streamcheck(args: argparse.Namespace) -> int:
 # -- diagnose -----------------------------------------------------------------------------
 
 
-async def _model_for(
+async def _sweep_for(
     session: MeasureSession, args: argparse.Namespace, needed: list[str], reach: float
-) -> tuple[ThroughputModel, str]:
+) -> tuple[Sweep, str]:
+    """The sweep the verdict's model is fitted from: the newest stored sweep over at least
+    two contexts with the flags in force and every needed text type (never a one-context
+    baseline), or, when there is none, a new one covering `reach`. A stored sweep that does not
+    reach the context asked about is kept: the verdict then refuses to extrapolate and
+    offers the sweep to run, rather than silently sweeping for minutes."""
     facts = await session.facts()
+    host = session.service.profile.name
     store = session.store
     if store is not None and not args.fresh:
-        run = await store.latest(
-            session.service.profile.name, "context-sweep", flags_hash=facts.flags_hash
-        )
-        if run is not None:  # `latest` loads the samples
-            try:
-                model = fit(run.requests)
-                if all(t in model.commit for t in needed):
-                    return model, f"sweep run {run.id}"
-            except FitError:
-                pass
+        run = await store.latest_sweep(host, flags_hash=facts.flags_hash, text_types=needed)
+        if run is not None:
+            return Sweep(run.requests, host, facts.context_limit), f"sweep run {run.id}"
     limit = facts.context_limit or 2048
     output = 64
     top = int(min(limit - output, max(reach * 1.1, 512)))
     contexts = sorted({64, max(65, top // 3), max(66, 2 * top // 3), top})
     err(f"  no stored sweep for these flags; sweeping contexts {contexts} on {', '.join(needed)}")
     result = await methods.context_sweep(
-        session, contexts=contexts, output_tokens=output, text_types=needed, repeat=2
+        session, contexts=contexts, output_tokens=output, text_types=needed, repeat=3
     )
-    if result.model is None:
-        raise FitError(result.figures.get("fit_error", "The sweep could not be fitted."))
-    return result.model, f"new sweep run {result.run_id}"
+    return Sweep(tuple(result.samples), host, facts.context_limit), f"new sweep run {result.run_id}"
 
 
 async def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -354,37 +352,53 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
         context = args.context if args.context is not None else live and live.context
         if context is None:
             raise MeasureError("Pass --context (the context the figure was observed at).")
-        text = args.text or "prose"  # with live figures, only what the sweep must cover
+        # With live figures the text is inferred unless given; these are only what the
+        # sweep must cover.
+        text = args.text or "prose"
         needed = sorted({text, args.baseline_text or text})
         reach = max(context, args.baseline_context or 0)
-        model, source = await _model_for(session, args, needed, reach)
-        baseline = {
-            "baseline": args.baseline,
-            "baseline_context": args.baseline_context,
-            "baseline_text": args.baseline_text,
-        }
+        sweep, source = await _sweep_for(session, args, needed, reach)
         if live is not None:
             # The same summary and verdict as the TUI's ctrl+l on the same samples.
             judged = explain_live(
-                model, live, text_type=args.text, context=args.context, **baseline
-            )
-            verdict, text = judged.verdict, judged.text_type
+                sweep, live, text_type=args.text, context=args.context,
+                baseline=args.baseline, baseline_context=args.baseline_context,
+                baseline_text=args.baseline_text,
+            ).verdict  # fmt: skip
         else:
-            verdict = explain(model, observed=args.observed, context=context, text_type=text,
-                              **baseline)  # fmt: skip
-        if args.json:
-            out = {"verdict": verdict.as_dict(), "model": model.as_dict(), "model_from": source}
-            if live is not None:
-                out["live"] = live.as_dict()
-            print(json.dumps(out, indent=2))
-            return 0
-        if live is not None:
-            print(live.text(text))
-        print(verdict.text())
-        print(f"(model from {source})")
+            observed = Observed.typed(args.observed, context, text)
+            base = typed_baseline(sweep, args.baseline, args.baseline_context, args.baseline_text)
+            judged = judge(sweep, observed, base)
+        print_verdict(judged, source, live, as_json=args.json, sweep=sweep)
         return 0
 
     return await with_service(args, body)
+
+
+def print_verdict(
+    judged: Judgement,
+    source: str,
+    live: LiveWindow | None = None,
+    *,
+    as_json: bool = False,
+    sweep: Sweep | None = None,
+) -> None:
+    """A verdict as `diagnose` prints it, or its JSON (with the fitted model, as before)."""
+    if as_json:
+        out: dict[str, Any] = {"verdict": judged.as_dict(), "model_from": source}
+        try:
+            out["model"] = fit(sweep.samples).as_dict() if sweep is not None else None
+        except FitError:
+            out["model"] = None
+        if live is not None:
+            out["live"] = live.as_dict()
+        print(json.dumps(out, indent=2))
+        return
+    if live is not None:
+        kind = judged.text_type or "none of the swept types"
+        print(live.text(kind + (" (uncertain)" if "uncertain" in judged.text() else "")))
+    print(judged.text())
+    print(f"(model from {source})")
 
 
 async def stored_live_window(store: RunStore | None, host: str, window_s: float) -> LiveWindow:

@@ -33,42 +33,117 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from console.config import BaselineProfile
 from console.measure import format as fmt
 from console.measure import methods
 from console.measure.comparison import FigurePair, pooled_pairs
 from console.measure.methods import MethodResult
 from console.measure.records import RequestSample
 from console.measure.sample_size import SampleTarget
-from console.measure.session import MeasureSession
+from console.measure.session import MeasureError, MeasureSession
 
 if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
     from console.store import RunStore
 
-BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3}
+# The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
+# context, and a long one at `long_fraction` of the engine's context length, since a change
+# that matters at long context (a draft window, a context length) cannot show at 256.
+BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3,
+            "long_fraction": 0.9}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BaselinePlan:
+    """The points a baseline measures: prompt lengths, output length, text types, repeats."""
+
+    contexts: tuple[int, ...]
+    output: int
+    text_types: tuple[str, ...]
+    repeat: int
+    notes: tuple[str, ...] = ()  # what was clamped to fit the engine
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"contexts": list(self.contexts), "output": self.output,
+                "text_types": list(self.text_types), "repeat": self.repeat}  # fmt: skip
+
+
+def default_contexts(context_limit: int | None, output: int) -> list[int]:
+    """256 and ~90% of the context length (rounded down to 64), or 256 alone when the
+    engine does not say its context length."""
+    short = int(BASELINE["context"])
+    if context_limit is None:
+        return [short]
+    long = int(context_limit * float(BASELINE["long_fraction"])) // 64 * 64
+    return sorted({short, long})
+
+
+def baseline_plan(
+    profile: BaselineProfile | None,
+    context_limit: int | None,
+    *,
+    contexts: Sequence[int] | None = None,
+    output: int | None = None,
+    text_types: Sequence[str] | None = None,
+) -> BaselinePlan:
+    """The profile's baseline with this run's overrides, every context clamped so that it
+    and the output fit the engine's context length (said in `notes`)."""
+    profile = profile or BaselineProfile()
+    out = output or profile.output
+    wanted = list(contexts or profile.contexts or default_contexts(context_limit, out))
+    notes = []
+    if context_limit is not None:
+        room = context_limit - out
+        if room < 1:
+            raise MeasureError(
+                f"A baseline output of {out} tokens leaves no room for a prompt in the "
+                f"engine's context length {context_limit}; use a smaller --baseline-output."
+            )
+        for c in [c for c in wanted if c > room]:
+            notes.append(f"context {c} clamped to {room} ({out} output tokens must fit "
+                         f"in {context_limit})")  # fmt: skip
+        wanted = [min(c, room) for c in wanted]
+    return BaselinePlan(
+        contexts=tuple(sorted(set(wanted))),
+        output=out,
+        text_types=tuple(text_types or profile.text_types),
+        repeat=profile.repeat,
+        notes=tuple(notes),
+    )
+
+
+async def plan_for(session: MeasureSession, **overrides: Any) -> BaselinePlan:
+    """The baseline plan for this session's host profile and engine, with overrides."""
+    facts = await session.facts()
+    return baseline_plan(session.service.profile.baseline, facts.context_limit, **overrides)
 
 
 async def run_baseline(
     session: MeasureSession,
+    plan: BaselinePlan | None = None,
     *,
     target: SampleTarget | None = None,
     prior: Sequence[RequestSample] = (),
     first_index: int = 0,
     min_rounds: int | None = None,
 ) -> MethodResult:
-    """A short fixed baseline: the same points before and after a change; with `target`,
-    repeated until each point's tok/s interval is narrow enough (see `context_sweep`)."""
-    return await methods.context_sweep(
-        session,
-        contexts=[BASELINE["context"]],
-        output_tokens=BASELINE["max_tokens"],
-        text_types=BASELINE["text_types"],
-        repeat=BASELINE["repeat"],
-        target=target,
-        prior=prior,
-        first_index=first_index,
-        min_rounds=min_rounds,
-    )
+    """The baseline's points (`plan`, else the profile's), the same before and after a
+    change; with `target`, repeated until each point's tok/s interval is narrow enough
+    (see `context_sweep`). Stored as kind "baseline", so it is never taken for the sweep
+    a verdict's model is fitted from."""
+    plan = plan or await plan_for(session)
+    with session.labelled("baseline"):
+        return await methods.context_sweep(
+            session,
+            contexts=list(plan.contexts),
+            output_tokens=plan.output,
+            text_types=list(plan.text_types),
+            repeat=plan.repeat,
+            target=target,
+            prior=prior,
+            first_index=first_index,
+            min_rounds=min_rounds,
+        )
 
 
 @dataclass(frozen=True)
@@ -271,22 +346,31 @@ async def apply_with_baseline(
     on_note: Callable[[str], None] | None = None,
     target: SampleTarget | None = None,
     bracket: bool = False,
+    baseline: BaselinePlan | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> BaselineApply:
     """Baseline, apply (restart and follow to ready), baseline again; compare. With
-    `bracket`, A-B-A-B as the module says. `target` defaults to `SampleTarget()`."""
+    `bracket`, A-B-A-B as the module says. `target` defaults to `SampleTarget()`. The
+    points (`baseline`, or the profile's `[baseline]` with `overrides`: contexts, output,
+    text_types) are fixed before the change, so both sides measure the same ones."""
     target = target or SampleTarget()
     session = MeasureSession(service, store=store, on_note=on_note)
+    points = baseline or await plan_for(session, **(overrides or {}))
+    for note in points.notes:
+        session.note(f"baseline: {note}")
     if bracket:
-        return await _bracketed(session, service, plan, timeout=timeout, target=target)
+        return await _bracketed(session, service, plan, points, timeout=timeout, target=target)
 
-    session.note("baseline before the change ...")
-    before = await run_baseline(session, target=target)
+    contexts = ",".join(str(c) for c in points.contexts)
+    session.note(f"baseline before the change (contexts {contexts}, {points.output} tokens, "
+                 f"{','.join(points.text_types)}) ...")  # fmt: skip
+    before = await run_baseline(session, points, target=target)
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None)
     session.note("baseline after the change ...")
     # At least the rounds the before block took: the same passages on both sides.
-    after = await run_baseline(session, target=target, min_rounds=_rounds(before) or None)
+    after = await run_baseline(session, points, target=target, min_rounds=_rounds(before) or None)
     return BaselineApply(
         result, before, after, baseline_comparison(before, after),
         notes=_noise_notes(before=before, after=after),
@@ -297,6 +381,7 @@ async def _bracketed(
     session: MeasureSession,
     service: EngineService,
     plan: FlagPlan,
+    points: BaselinePlan,
     *,
     timeout: float,
     target: SampleTarget,
@@ -305,13 +390,15 @@ async def _bracketed(
     half = math.ceil(target.max_repeat / 2)
     first = dataclasses.replace(target, max_repeat=half, min_repeat=min(target.min_repeat, half))
     session.note("baseline before the change, first half ...")
-    before = await run_baseline(session, target=first)
+    before = await run_baseline(session, points, target=first)
     k = _rounds(before)
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None, order="A-B-A-B")
     session.note("baseline after the change ...")
-    after = await run_baseline(session, target=target, min_rounds=min(2 * k, target.max_repeat))
+    after = await run_baseline(
+        session, points, target=target, min_rounds=min(2 * k, target.max_repeat)
+    )
     m = _rounds(after)
     session.note("back to the flags before the change (last-good) for the second half ...")
     back = await service.rollback(timeout=timeout)
@@ -322,7 +409,7 @@ async def _bracketed(
             target, max_repeat=max(target.max_repeat - k, rest), min_repeat=rest
         )
         before_again = await run_baseline(
-            session, target=second, prior=before.samples, first_index=k
+            session, points, target=second, prior=before.samples, first_index=k
         )
     else:
         session.note(f"the flags before the change did not come back ({back.event.describe()})")

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.measure import format as fmt
-from console.measure.decompose import ThroughputModel, Verdict, explain
+from console.measure.decompose import ThroughputModel
 from console.measure.records import LiveSample
 from console.measure.stats import spread
+from console.measure.verdict import Judgement, Observed, Sweep, judge, typed_baseline
 
 LIVE_WINDOW_S = 60.0
 
@@ -34,6 +35,8 @@ class LiveWindow:
     step_s: float
     context: float
     newest: float  # unix time of the newest sample used
+    # (tok/s, commit) of each sample used: what the verdict's bootstrap resamples
+    pairs: tuple[tuple[float, float], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The `live` object of `diagnose --json`."""
@@ -88,6 +91,7 @@ def live_window(
         step_s=median(s.step_time_s for s in usable),
         context=median(float(s.context_tokens or 0) for s in usable),
         newest=newest,
+        pairs=tuple((s.tok_s or 0.0, s.commit_len or 0.0) for s in usable),
     )
 
 
@@ -100,13 +104,13 @@ def closest_type(model: ThroughputModel, commit: float, context: float) -> str:
 @dataclass(frozen=True)
 class LiveVerdict:
     window: LiveWindow
-    text_type: str  # as given, or inferred from the observed commit length
+    text_type: str  # as given, or inferred from the observed commit length ("?" if none fits)
     inferred: bool
-    verdict: Verdict
+    verdict: Judgement
 
 
 def explain_live(
-    model: ThroughputModel,
+    sweep: Sweep,
     window: LiveWindow,
     *,
     text_type: str | None = None,
@@ -115,20 +119,15 @@ def explain_live(
     baseline_context: float | None = None,
     baseline_text: str | None = None,
 ) -> LiveVerdict:
-    """Explain the window's tok/s against the model, with its measured commit and step
-    time. Without `text_type` the text is inferred (`closest_type`); without `context`
-    the window's median context is used."""
+    """The verdict on the window's tok/s (`verdict.judge`), its interval from the window's
+    own samples. Without `text_type` the text is inferred from the commit length, and an
+    ambiguous one is said, never guessed; without `context` the window's median context
+    is used."""
     at = window.context if context is None else context
-    kind = text_type or closest_type(model, window.commit, window.context)
-    verdict = explain(
-        model,
-        observed=window.tok_s,
-        context=at,
-        text_type=kind,
-        baseline=baseline,
-        baseline_context=baseline_context,
-        baseline_text=baseline_text,
-        observed_commit=window.commit,
-        observed_step=window.step_s,
-    )
-    return LiveVerdict(window, kind, text_type is None, verdict)
+    observed = Observed.from_live(
+        window.pairs, tok_s=window.tok_s, commit=window.commit, step_s=window.step_s,
+        context=at, text_type=text_type,
+    )  # fmt: skip
+    base = typed_baseline(sweep, baseline, baseline_context, baseline_text)
+    judged = judge(sweep, observed, base)
+    return LiveVerdict(window, judged.text_type or "?", text_type is None, judged)

@@ -159,9 +159,40 @@ class LiveSample:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+# What a run is for, by method, where the method says it: a baseline is a context sweep
+# by method but must never be taken for the sweep a verdict's model is fitted from.
+KIND_OF_METHOD = {
+    "probe": "prompt",
+    "context-sweep": "sweep",
+    "output-sweep": "output-sweep",
+    "twopoint": "twopoint",
+    "streamcheck": "streamcheck",
+    "watch": "watch",
+    "breakeven": "breakeven",
+}
+RUN_KINDS = ("baseline", *dict.fromkeys(KIND_OF_METHOD.values()))
+# The one baseline an older specconsole ran (before runs were labelled): a one-context
+# sweep at 256 with 96 tokens of code and prose, three times.
+_OLD_BASELINE = {"contexts": [256], "output_tokens": 96, "text_types": ["code", "prose"],
+                 "repeat": 3}  # fmt: skip
+
+
+def run_kind(method: str, params: dict[str, Any] | None = None) -> str:
+    """The kind of a run stored without one: from its method, and an older baseline
+    recognised by its fixed parameters."""
+    if (
+        method == "context-sweep"
+        and params
+        and all(params.get(k) == v for k, v in _OLD_BASELINE.items())
+    ):
+        return "baseline"
+    return KIND_OF_METHOD.get(method, method)
+
+
 @dataclass(frozen=True)
 class RunInfo:
-    """What a stored run is: where, on what engine and flags, by which method."""
+    """What a stored run is: where, on what engine and flags, by which method, and for
+    what (`kind`: baseline, sweep, breakeven, prompt, ...; by default from the method)."""
 
     host: str
     engine: str
@@ -171,10 +202,13 @@ class RunInfo:
     engine_version: str | None = None
     flags_hash: str = ""
     started_at: float = field(default_factory=time.time)
+    kind: str = ""
 
     def __post_init__(self) -> None:
         if not self.flags_hash:
             object.__setattr__(self, "flags_hash", flags_hash(self.flags))
+        if not self.kind:
+            object.__setattr__(self, "kind", run_kind(self.method, self.params))
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,18 @@ class MeasureSession:
         self.settings = settings
         self._facts: EngineFacts | None = None
         self._ids: dict[str, list[int] | None] = {}
+        # what the runs started now are for, where their method does not say it (a
+        # baseline is a context sweep by method); empty: from the method
+        self.run_kind = ""
+
+    @contextlib.contextmanager
+    def labelled(self, kind: str) -> Iterator[None]:
+        """Runs started inside the block are stored as `kind` (e.g. "baseline")."""
+        previous, self.run_kind = self.run_kind, kind
+        try:
+            yield
+        finally:
+            self.run_kind = previous
 
     @property
     def engine(self) -> str:
@@ -237,6 +249,7 @@ class MeasureSession:
                 params=params,
                 flags=facts.flags,
                 engine_version=facts.version,
+                kind=self.run_kind,
             )
             record = RunRecord(info)
             if self.store is not None:

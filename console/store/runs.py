@@ -112,8 +112,8 @@ class RunStore:
         def insert(db: sqlite3.Connection) -> int:
             cur = db.execute(
                 """INSERT INTO runs (host, engine, engine_version, method, params_json,
-                    flags_json, flags_hash, status, started_at, writer_pid, writer_start)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)""",
+                    flags_json, flags_hash, status, started_at, writer_pid, writer_start, kind)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)""",
                 (
                     info.host,
                     info.engine,
@@ -125,6 +125,7 @@ class RunStore:
                     info.started_at,
                     writer.pid,
                     writer.start,
+                    info.kind,
                 ),
             )
             if cur.lastrowid is None:
@@ -210,6 +211,7 @@ class RunStore:
         host: str | None = None,
         method: str | None = None,
         status: str | None = None,
+        kind: str | None = None,
         limit: int = 50,
     ) -> list[StoredRun]:
         """Runs matching every filter given, newest first, with counts but no samples."""
@@ -223,10 +225,15 @@ class RunStore:
                 where.append(f"{column} = ?")
                 args.append(value)
         sql = _SELECT_RUNS + (f" WHERE {' AND '.join(where)}" if where else "")
-        sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
+        sql += " ORDER BY started_at DESC, id DESC"
+        if kind is None:
+            sql += " LIMIT ?"
 
         def select(db: sqlite3.Connection) -> list[StoredRun]:
-            return [_run_from_row(row) for row in db.execute(sql, (*args, limit))]
+            rows = db.execute(sql, (*args, limit) if kind is None else args)
+            runs = (_run_from_row(row) for row in rows)
+            # filtered here: rows stored before schema 4 have their kind inferred in Python
+            return [r for r in runs if kind is None or r.info.kind == kind][:limit]
 
         return await self._call(select)
 
@@ -262,6 +269,38 @@ class RunStore:
             args.append(flags_hash)
         if complete_only:
             where.append("status = 'complete'")
+        sql = f"{_SELECT_RUNS} WHERE {' AND '.join(where)} ORDER BY started_at DESC, id DESC"
+
+        def select(db: sqlite3.Connection) -> StoredRun | None:
+            with _snapshot(db):
+                row = db.execute(sql + " LIMIT 1", args).fetchone()
+                return None if row is None else _with_samples(db, _run_from_row(row))
+
+        return await self._call(select)
+
+    async def latest_sweep(
+        self,
+        host: str,
+        *,
+        flags_hash: str | None = None,
+        min_contexts: int = 2,
+        text_types: tuple[str, ...] | list[str] = (),
+    ) -> StoredRun | None:
+        """The newest complete context sweep of `host` (with these flags) over at least
+        `min_contexts` prompt lengths, samples loaded: the run a verdict's model is fitted
+        from. Baselines never qualify (labelled, or one context when stored unlabelled)."""
+        where = ["host = ?", "method = 'context-sweep'", "status = 'complete'",
+                 "COALESCE(kind, 'sweep') = 'sweep'",
+                 "(SELECT count(DISTINCT context_tokens) FROM request_samples "
+                 "WHERE run_id = runs.id AND flagged IS NULL) >= ?"]  # fmt: skip
+        args: list[Any] = [host, min_contexts]
+        if flags_hash is not None:
+            where.append("flags_hash = ?")
+            args.append(flags_hash)
+        for kind in text_types:  # every text type the verdict needs, measured unflagged
+            where.append("EXISTS (SELECT 1 FROM request_samples WHERE run_id = runs.id "
+                         "AND text_type = ? AND flagged IS NULL)")  # fmt: skip
+            args.append(kind)
         sql = f"{_SELECT_RUNS} WHERE {' AND '.join(where)} ORDER BY started_at DESC, id DESC"
 
         def select(db: sqlite3.Connection) -> StoredRun | None:
@@ -408,6 +447,7 @@ def _run_from_row(row: sqlite3.Row) -> StoredRun:
         engine_version=row["engine_version"],
         flags_hash=row["flags_hash"],
         started_at=row["started_at"],
+        kind=row["kind"] or "",  # NULL before schema 4: RunInfo infers it
     )
     return StoredRun(
         id=row["id"],

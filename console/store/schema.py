@@ -11,6 +11,9 @@ Versions:
   2  live samples; the writer's pid and start time, so a run whose writer died can be
      told from one still being written; indexes for the history's filters
   3  GPU samples taken during a run (utilisation, memory, power, clocks per GPU)
+  4  each run's kind (baseline, sweep, breakeven, prompt, ...): a one-context baseline is
+     a context sweep by method and must not be taken for the sweep a model is fitted from;
+     older rows keep NULL and are read by their method and parameters
 """
 
 from __future__ import annotations
@@ -102,11 +105,17 @@ def _v3_gpu_samples(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX gpu_samples_run_t ON gpu_samples(run_id, t)")
 
 
+def _v4_run_kind(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN kind TEXT")
+    db.execute("CREATE INDEX runs_host_kind ON runs(host, kind, started_at)")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_runs_and_requests,
     _v2_live_and_writer,
     _v3_gpu_samples,
+    _v4_run_kind,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

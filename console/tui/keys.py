@@ -81,6 +81,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),
     KeySpec("history-mark", "space", "mark", "Mark", "history"),
     KeySpec("history-compare", "c", "compare", "Compare marked", "history"),
+    KeySpec("history-explain", "v", "explain", "Explain marked", "history"),
     KeySpec("history-csv", "E", "export('csv')", "Export CSV", "history"),
     KeySpec("history-json", "J", "export('json')", "Export JSON", "history"),
     KeySpec("history-reload", "ctrl+r", "reload", "Reload", "history", show=False),

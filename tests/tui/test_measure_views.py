@@ -104,9 +104,11 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             _set(app, "#sweep-contexts", "32,64,96")
             _set(app, "#sweep-outputs", "16")
             _set(app, "#sweep-types", "code")
+            _set(app, "#sweep-repeat", "2")  # a verdict needs a spread to resample
             await pilot.press("ctrl+r")
             await _until(pilot, "sweep done", lambda: sweeps.model is not None and not app.running)
             assert sweeps.query_one("#sweep-points").row_count == 3
+            assert sweeps.sweep is not None and len(sweeps.sweep.samples) == 6
             assert "no data yet" not in sweeps.query_one("#sweep-tok").render().plain
             assert "step time =" in _text(app, "#verdict")
 

@@ -151,7 +151,7 @@ def test_sweeps_with_model_and_verdict(snap_compare) -> None:
         await pilot.app.workers.wait_for_complete()
         screen = pilot.app.screen
         screen._show_points(summarize(samples), "context")
-        screen._set_model(fit(samples), "fixed samples")
+        screen._set_model(fit(samples), "fixed samples", samples)
         for selector, value in (("#v-observed", "40"), ("#v-context", "1024"),
                                 ("#v-text", "prose"), ("#v-baseline", "138"),
                                 ("#v-baseline-context", "64")):  # fmt: skip

@@ -23,6 +23,7 @@ from console.measure.stats import summarize
 from console.store import StoredRun, compare, export_csv, export_json
 from console.store.compare import RunComparison
 from console.store.compare_text import comparison_lines
+from console.store.explain import RunsExplained, explain_runs
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 
@@ -43,14 +44,26 @@ def run_cells(run: StoredRun, marked: bool) -> tuple[str, ...]:
 def matches(run: StoredRun, query: str) -> bool:
     words = query.lower().split()
     hay = " ".join(
-        (str(run.id), run.info.host, run.info.method, run.status, run.info.flags_hash)
-    ).lower()
+        (str(run.id), run.info.host, run.info.method, run.info.kind, run.status,
+         run.info.flags_hash)
+    ).lower()  # fmt: skip
     return all(w in hay for w in words)
 
 
 def compare_text(result: RunComparison) -> Text:
     """Two runs side by side: the same text `specconsole history compare` prints."""
     return Text("\n".join(comparison_lines(result)))
+
+
+def explain_text(explained: RunsExplained) -> Text:
+    """The verdicts on two runs: the same lines `specconsole history explain` prints, the
+    outcome of each in colour."""
+    styles = {"physics": "bold green", "not physics": "bold red"}
+    text = Text()
+    headlines = {j.headline: styles.get(j.outcome, "bold") for _label, j in explained.pairs}
+    for line in explained.lines():
+        text.append(line + "\n", style=headlines.get(line.strip(), ""))
+    return text
 
 
 def run_text(run: StoredRun) -> Text:
@@ -101,7 +114,9 @@ class HistoryScreen(ViewScreen):
         for label, width in (("", 1), ("id", 5), ("started", 16), ("host", 14), ("method", 14),
                              ("status", 10), ("samples", 7), ("flags", 12)):  # fmt: skip
             table.add_column(label, width=width)
-        self.query_one("#hist-detail").border_title = "run (space marks two, c compares)"
+        self.query_one(
+            "#hist-detail"
+        ).border_title = "run (space marks two, c compares, v explains)"
         table.focus()
         self.action_reload()
 
@@ -189,6 +204,22 @@ class HistoryScreen(ViewScreen):
             return
         self.query_one("#hist-text", Static).update(compare_text(compare(a, b)))
         self.query_one("#hist-detail").border_title = f"run {a.id} (A) vs run {b.id} (B)"
+
+    @work(group="history-compare", exclusive=True, exit_on_error=False)
+    async def action_explain(self) -> None:
+        """The verdict on the newer marked run against the older (`history explain`)."""
+        if len(self.marked) != 2:
+            self.notify("Mark two runs with space first (the older one is the baseline).")
+            return
+        store = self.session.run_store()
+        try:
+            a, b = sorted([await store.run(i) for i in self.marked], key=lambda r: r.id)
+            explained = await explain_runs(store, a, b)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one("#hist-text", Static).update(explain_text(explained))
+        self.query_one("#hist-detail").border_title = f"run {b.id} explained against run {a.id}"
 
     @work(group="history-export", exclusive=True, exit_on_error=False)
     async def action_export(self, fmt: str) -> None:

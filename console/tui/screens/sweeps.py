@@ -22,11 +22,13 @@ from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
 from console.measure import format as fmt
-from console.measure.decompose import FitError, ThroughputModel, Verdict, explain, fit
-from console.measure.live_window import LiveWindow, closest_type, explain_live, live_window
+from console.measure.decompose import FitError, ThroughputModel, fit
+from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.numbers import parse_count as positive_int
 from console.measure.numbers import parse_counts as int_list
+from console.measure.records import RequestSample, flags_hash
 from console.measure.stats import PointSummary
+from console.measure.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
 from console.tui import keys
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
@@ -55,6 +57,17 @@ def model_text(model: ThroughputModel, source: str) -> Text:
     text.append(f"model from {source}\n", style="bold")
     for line in model.describe():
         text.append(line + "\n", style="italic" if line.startswith("note: ") else "")
+    return text
+
+
+def verdict_text(verdict: Judgement, source: str) -> Text:
+    """The verdict as the panel shows it: the same lines `specconsole diagnose` prints."""
+    style = {"physics": "bold green", "not physics": "bold red"}.get(verdict.outcome, "bold")
+    text = Text()
+    text.append(verdict.headline + "\n", style=style)
+    for line in verdict.text().splitlines()[1:]:
+        text.append(line + "\n")
+    text.append(f"(model from {source})", style="dim")
     return text
 
 
@@ -91,11 +104,13 @@ class SweepsScreen(ViewScreen):
                 with Horizontal(classes="verdict-form"):
                     yield Input(placeholder="baseline tok/s (optional)", id="v-baseline")
                     yield Input(placeholder="baseline context", id="v-baseline-context")
+                    yield Input(placeholder="baseline text", id="v-baseline-text")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
 
     def on_mount(self) -> None:
         self.model: ThroughputModel | None = None
+        self.sweep: Sweep | None = None  # the model's requests: the verdict resamples them
         self.model_source = ""
         self._live: LiveWindow | None = None  # the live figures ctrl+l took, until retyped
         self.query_one("#sweep-form").border_title = "sweep"
@@ -110,7 +125,8 @@ class SweepsScreen(ViewScreen):
         self.query_one("#sweep-progress").display = False
         for selector, title in (("#v-observed", "observed tok/s"), ("#v-context", "at context"),
                                 ("#v-text", "text type"), ("#v-baseline", "baseline tok/s"),
-                                ("#v-baseline-context", "baseline context")):  # fmt: skip
+                                ("#v-baseline-context", "baseline context"),
+                                ("#v-baseline-text", "baseline text")):  # fmt: skip
             self.query_one(selector).border_title = title
         self._load_stored_model()
 
@@ -124,8 +140,14 @@ class SweepsScreen(ViewScreen):
         session = self.session
         if session.service is None:
             return
+        # The newest sweep over two contexts or more with the flags in force: a one-context
+        # baseline run is a context sweep by method but no model ("No model yet").
+        config = session.status.config if session.status is not None else None
+        flags = flags_hash(dict(config.flags)) if config is not None else None
         try:
-            run = await session.run_store().latest(session.service.profile.name, "context-sweep")
+            run = await session.run_store().latest_sweep(
+                session.service.profile.name, flags_hash=flags
+            )
         except Exception:
             return  # no history yet: the verdict waits for a sweep
         if run is None or self.model is not None:
@@ -137,11 +159,22 @@ class SweepsScreen(ViewScreen):
         from console.measure.stats import summarize
 
         self._show_points(summarize(run.requests), "context")
-        self._set_model(model, f"stored sweep run {run.id} (flags {run.info.flags_hash})")
+        self._set_model(
+            model, f"stored sweep run {run.id} (flags {run.info.flags_hash})", run.requests
+        )
 
-    def _set_model(self, model: ThroughputModel, source: str) -> None:
+    def _set_model(
+        self, model: ThroughputModel, source: str, samples: tuple[RequestSample, ...] | list = ()
+    ) -> None:
         self.model, self.model_source = model, source
+        host = self.session.service.profile.name if self.session.service else "HOST"
+        self.sweep = Sweep(tuple(samples), host, self._context_limit())
         self.query_one("#verdict", Static).update(model_text(model, source))
+
+    def _context_limit(self) -> int | None:
+        info = self.session.server_info or {}
+        limit = info.get("context_length") or info.get("max_model_len")
+        return int(limit) if isinstance(limit, int | float) and limit > 0 else None
 
     # -- running --------------------------------------------------------------------
 
@@ -190,7 +223,7 @@ class SweepsScreen(ViewScreen):
         self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
         self._show_points(result.points, kind)
         if result.model is not None:
-            self._set_model(result.model, f"this sweep (run {result.run_id})")
+            self._set_model(result.model, f"this sweep (run {result.run_id})", result.samples)
         elif result.figures.get("fit_error"):
             self.query_one("#verdict", Static).update(f"no model: {result.figures['fit_error']}")
 
@@ -236,7 +269,7 @@ class SweepsScreen(ViewScreen):
             raise ConsoleError(f"The {what} must be a number, not {text!r}.") from None
 
     def action_explain(self) -> None:
-        if self.model is None:
+        if self.model is None or self.sweep is None:
             self.notify("No model yet: run a context sweep first (ctrl+r).", severity="warning")
             return
         try:
@@ -244,34 +277,43 @@ class SweepsScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        text = Text()
-        text.append(verdict.headline + "\n", style="bold")
-        for line in verdict.lines:
-            text.append(f"  {line}\n")
-        text.append(f"(model from {self.model_source})", style="dim")
-        self.query_one("#verdict", Static).update(text)
+        self.query_one("#verdict", Static).update(verdict_text(verdict, self.model_source))
+        if verdict.offer_contexts:
+            # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
+            # runs exactly the sweep the verdict asks for.
+            self.query_one("#sweep-kind", Select).value = "context"
+            self.query_one("#sweep-contexts", Input).value = ",".join(
+                str(c) for c in verdict.offer_contexts
+            )
+            self.query_one("#sweep-types", Input).value = ",".join(verdict.offer_text_types)
+            repeat = self.query_one("#sweep-repeat", Input)
+            if not repeat.value.strip().isdigit() or int(repeat.value) < 3:
+                repeat.value = "3"  # one request a point gives the verdict no spread
+            self.notify("The verdict needs a sweep first: the contexts are filled in; ctrl+r "
+                        "runs it.", severity="warning")  # fmt: skip
 
-    def _verdict(self, model: ThroughputModel) -> Verdict:
+    def _verdict(self, model: ThroughputModel) -> Judgement:
+        sweep = self.sweep or Sweep(())
         typed_text = self.query_one("#v-text", Input).value.strip()
-        if typed_text and typed_text not in model.commit:
-            known = ", ".join(model.commit)
-            raise ConsoleError(f"The sweep has no {typed_text!r} text; it measured {known}.")
+        b_text = self.query_one("#v-baseline-text", Input).value.strip() or None
+        for kind in (typed_text, b_text):
+            if kind and kind not in model.commit:
+                known = ", ".join(model.commit)
+                raise ConsoleError(f"The sweep has no {kind!r} text; it measured {known}.")
         baseline = self._number("#v-baseline", "baseline tok/s", required=False)
         b_context = self._number("#v-baseline-context", "baseline context", required=False)
         if self._live is not None:
             # The live window's own figures, as `specconsole diagnose` explains them.
             return explain_live(
-                model, self._live, text_type=typed_text or None,
-                baseline=baseline, baseline_context=b_context,
+                sweep, self._live, text_type=typed_text or None, baseline=baseline,
+                baseline_context=b_context, baseline_text=b_text,
             ).verdict  # fmt: skip
-        return explain(
-            model,
-            observed=self._number("#v-observed", "observed tok/s"),
-            context=self._number("#v-context", "context it was observed at"),
-            text_type=typed_text or next(iter(model.commit)),
-            baseline=baseline,
-            baseline_context=b_context,
+        observed = Observed.typed(
+            self._number("#v-observed", "observed tok/s") or 0.0,
+            self._number("#v-context", "context it was observed at") or 0.0,
+            typed_text or next(iter(model.commit)),
         )
+        return judge(sweep, observed, typed_baseline(sweep, baseline, b_context, b_text))
 
     def action_use_live(self) -> None:
         """Observed figures from the live series' last minute (`measure.live_window`)."""
@@ -290,9 +332,11 @@ class SweepsScreen(ViewScreen):
         self._live = window
         resembles = ""
         if self.model is not None:
-            resembles = (
-                f"; text resembles {closest_type(self.model, window.commit, window.context)}"
-            )
+            guess = guess_type(self.model, Observed.from_live(
+                window.pairs, tok_s=window.tok_s, commit=window.commit, step_s=window.step_s,
+                context=window.context))  # fmt: skip
+            kinds = " or ".join(guess.candidates) if guess and guess.candidates else "none swept"
+            resembles = f"; text resembles {kinds}"
         self.notify(
             f"Observed from {window.n} live samples "
             f"(newest {fmt.age(time.time() - window.newest)}){resembles}."

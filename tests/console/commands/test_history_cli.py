@@ -81,11 +81,12 @@ def test_list_newest_first_with_filters_and_json(filled: dict[str, int]) -> None
     assert proc.returncode == 0, proc.stderr
     header, *rows = proc.stdout.splitlines()
     assert header.split() == [
-        "ID", "STARTED", "TOOK", "HOST", "ENGINE", "METHOD", "STATUS", "REQ", "LIVE", "FLAGS",
+        "ID", "STARTED", "TOOK", "HOST", "ENGINE", "METHOD", "KIND", "STATUS", "REQ", "LIVE",
+        "FLAGS",
     ]  # fmt: skip
     assert [int(r.split()[0]) for r in rows] == [filled["watch"], filled["b"], filled["a"]]
     watch = rows[0].split()
-    assert watch[4:] == ["gpu2", "builtin", "0.4.1", "watch", "incomplete", "0", "3"] + [
+    assert watch[4:] == ["gpu2", "builtin", "0.4.1", "watch", "watch", "incomplete", "0", "3"] + [
         run_info().flags_hash
     ]
     # Columns line up: every row's STATUS starts where the header's does.
@@ -104,7 +105,7 @@ def test_show_prints_header_flags_and_samples(filled: dict[str, int]) -> None:
     proc = history("show", str(filled["a"]))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert out.startswith(f"run {filled['a']}: context-sweep on gpu1\n")
+    assert out.startswith(f"run {filled['a']}: context-sweep (sweep) on gpu1\n")
     assert "  status    complete\n" in out and "    --draft-window = 8\n" in out
     assert "    verdict = step time rose\n" in out
     assert "request samples: 4, 1 flagged\n" in out

@@ -110,6 +110,10 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     table = out.stdout[out.stdout.index("which factor moved") :]
     assert "\ncode " in table and "\nprose " in table and "measured A-B" in table
+    # stored as baselines (never a verdict's model), with a long context near the limit
+    baselines = json.loads(_cli("history", "list", "--kind", "baseline", "--json").stdout)
+    assert len(baselines) == 2 and all(r["kind"] == "baseline" for r in baselines)
+    assert baselines[0]["params"]["contexts"] == [256, 1792]
 
 
 def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:
@@ -220,8 +224,16 @@ def test_diagnose_without_observed_explains_the_live_series_last_minute(local_ho
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["live"]["n"] > 0 and data["model_from"].startswith("sweep run")
-    assert data["verdict"]["observed_tok_s"] == pytest.approx(data["live"]["tok_s"])
-    assert data["verdict"]["arithmetic"][0].startswith("model at context")
+    verdict = data["verdict"]
+    assert verdict["observed"]["tok_s"] == pytest.approx(data["live"]["tok_s"])
+    assert verdict["outcome"] in ("physics", "not physics", "not enough evidence")
+    assert data["model"]["step_time_s"]["slope"] is not None  # the fitted model, as before
+    assert verdict["arithmetic"][0].startswith("model at context") or verdict["reasons"]
     # the human form shows the arithmetic and where the model came from
     out = _cli("diagnose", local_host, "--observed", "100", "--context", "900", "--text", "prose")
     assert out.returncode == 0 and "commit" in out.stdout and "(model from sweep run" in out.stdout
+    # a context the stored sweep did not reach: refused, with the sweep to run
+    out = _cli("diagnose", local_host, "--observed", "100", "--context", "1900", "--text", "prose")
+    assert out.returncode == 0, out.stderr
+    assert "outside the swept contexts" in out.stdout
+    assert f"to settle it: specconsole sweep {local_host} --contexts 64," in out.stdout

@@ -9,6 +9,7 @@ from console.measure.decompose import fit
 from console.measure.live_window import closest_type, explain_live, live_window
 from console.measure.numbers import NumberListError, parse_count, parse_counts
 from console.measure.records import LiveSample
+from console.measure.verdict import Sweep
 from tests.tui import fakes
 
 
@@ -36,14 +37,15 @@ def test_window_takes_the_last_minute_of_samples_with_every_figure() -> None:
 
 
 def test_the_text_type_is_inferred_from_the_commit_length() -> None:
-    model = fit(fakes.sweep_samples())
+    samples = fakes.sweep_samples()
+    model = fit(samples)
     assert closest_type(model, 3.5, 500) == "code"
     assert closest_type(model, 2.3, 500) == "prose"
     window = live_window([_s(1.0, 60.0, 2.3, ctx=800)])
-    judged = explain_live(model, window)
+    judged = explain_live(Sweep(tuple(samples)), window)
     assert judged.inferred and judged.text_type == "prose"
-    assert judged.verdict.observed == 60.0
-    forced = explain_live(model, window, text_type="code")
+    assert judged.verdict.observed.tok_s == 60.0
+    forced = explain_live(Sweep(tuple(samples)), window, text_type="code")
     assert not forced.inferred and forced.text_type == "code"
 
 

@@ -16,8 +16,7 @@ import pytest
 import pytest_asyncio
 
 from console.config import HostProfile, LaunchProfile
-from console.measure import baseline
-from console.measure.baseline import BaselineRow, apply_with_baseline
+from console.measure.baseline import BaselinePlan, BaselineRow, apply_with_baseline
 from console.measure.comparison import FigurePair
 from console.measure.sample_size import SampleTarget
 from console.service import EngineService
@@ -47,11 +46,8 @@ async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Eng
         yield svc
 
 
-@pytest.fixture(autouse=True)
-def _tiny_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(baseline.BASELINE, "context", 64)
-    monkeypatch.setitem(baseline.BASELINE, "max_tokens", 24)
-    monkeypatch.setitem(baseline.BASELINE, "text_types", ("code", "prose"))
+# A tiny baseline: one short context, few tokens, both text types.
+TINY = BaselinePlan(contexts=(64,), output=24, text_types=("code", "prose"), repeat=3)
 
 
 def _exact(pairs: tuple[FigurePair, FigurePair, FigurePair]) -> None:
@@ -84,7 +80,9 @@ async def test_before_after_and_compare_rows_hold_exactly(
 ) -> None:
     store = RunStore(tmp_path / "h.sqlite")
     plan = await service.plan({BUDGET: "4"})
-    done = await apply_with_baseline(service, plan, timeout=180, store=store, target=TARGET)
+    done = await apply_with_baseline(
+        service, plan, timeout=180, store=store, target=TARGET, baseline=TINY
+    )
     assert done.result.ok and done.after is not None and done.order == "A-B"
     _rows_exact(done.rows)
     for r in done.rows:  # the after side read at least the passages the before side did
@@ -111,7 +109,7 @@ async def test_a_bracketed_change_measures_the_before_flags_on_both_sides(
     before_flags = dict((await service.current_config()).flags)
     plan = await service.plan({BUDGET: "6"})
     done = await apply_with_baseline(
-        service, plan, timeout=180, store=store, target=TARGET, bracket=True
+        service, plan, timeout=180, store=store, target=TARGET, bracket=True, baseline=TINY
     )
     assert done.result.ok and done.order == "A-B-A-B" and done.before_again is not None
     assert dict((await service.current_config()).flags)[BUDGET] in (6, "6")  # as asked
