@@ -263,10 +263,14 @@ class SpecConsoleApp(App[int]):
     def watch_lifecycle(self, old: LifecycleEvent | None, new: LifecycleEvent | None) -> None:
         if new is None or new.state != "failed":
             return
-        launching = self.running in LAUNCHES or (
-            old is not None and old.state in ("starting", "loading")
-        )
-        self.failure_kind = "start" if launching else "crash"
+        if self.running in LAUNCHES or (old is not None and old.state in ("starting", "loading")):
+            self.failure_kind = "start"
+        elif (old is not None and old.state == "ready") or (
+            self.status is not None and self.status.state == "ready"
+        ):
+            self.failure_kind = "crash"  # it had been serving
+        else:
+            self.failure_kind = ""  # the console did not see what came before
 
     def watch_status(self, old: ServiceStatus | None, new: ServiceStatus | None) -> None:
         if new is None or new.state != "failed" or (old is not None and old.state == "failed"):

@@ -229,3 +229,23 @@ async def test_a_measurement_on_a_stopped_engine_says_press_s(monkeypatch) -> No
         await pilot.pause(0.1)
         assert any("press S to start it" in n.message for n in app._notifications)
         assert app.running == ""
+
+
+async def test_a_crash_after_ready_is_not_titled_failed_start() -> None:
+    from console.tui.screens.service import ServiceScreen
+
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.status = fakes.status()
+        app.lifecycle = LifecycleEvent("ready")
+        await pilot.press("s")
+        await _until(pilot, "service", lambda: isinstance(app.screen, ServiceScreen))
+        app.lifecycle = LifecycleEvent("failed", message="the engine exited with code 1",
+                                       exit_code=1)  # fmt: skip
+        app.status = fakes.FAILED
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#svc-failure").border_title == "engine crashed"
+        app.lifecycle = LifecycleEvent("starting")
+        app.lifecycle = LifecycleEvent("failed", message="exited during load", exit_code=1)
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#svc-failure").border_title == "failed start"
