@@ -249,3 +249,19 @@ async def test_a_crash_after_ready_is_not_titled_failed_start() -> None:
         app.lifecycle = LifecycleEvent("failed", message="exited during load", exit_code=1)
         await pilot.pause(0.1)
         assert app.screen.query_one("#svc-failure").border_title == "failed start"
+
+
+async def test_while_a_field_is_edited_the_footer_says_how_to_leave_it() -> None:
+    app = _app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.status = fakes.status()
+        await pilot.press("w")
+        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        app.screen.query_one("#sweep-repeat", Input).focus()
+        await pilot.pause(0.2)
+        footer = [s.text for s in app.screen._compositor.render_strips()][-1]
+        assert "esc Leave field" in footer, footer
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        footer = [s.text for s in app.screen._compositor.render_strips()][-1]
+        assert "? Keys" in footer and "q Quit" in footer, footer

@@ -4,10 +4,14 @@ Textual's footer lists keys in binding order and cuts the row at the right edge,
 80 columns the view keys pushed `? Keys  q Quit` off screen. Here help and quit come
 first (as htop's F1 Help), then the current view's own actions, then the view keys (the
 least needed: the Keys screen and the palette list them too); a key that would not fit
-whole is left out rather than cut. Below 100 columns it is compact.
+whole is left out rather than cut. Below 100 columns it is compact. While a text field
+is edited, `?` and `q` type into it (Textual leaves them out of the footer), so the
+footer then leads with Escape, which leaves the field and brings them back.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
@@ -17,7 +21,7 @@ ALWAYS = ("keys", "quit")  # binding ids: help and quit
 
 
 def _rank(binding) -> int:
-    if binding.id in ALWAYS:
+    if binding.id in ALWAYS or binding.key == "escape":
         return 0
     if binding.action.startswith("app.view"):
         return 2
@@ -43,6 +47,12 @@ class ConsoleFooter(Footer):
         for _node, binding, enabled, tooltip in active.values():
             if binding.show:
                 first.setdefault(binding.action, (binding, enabled, tooltip))
+        if not any(b.id in ALWAYS for b, _e, _t in first.values()):
+            leave = active.get("escape")
+            if leave is not None and leave[1].action != "app.pop_screen":
+                _node, binding, enabled, tooltip = leave
+                binding = replace(binding, description="Leave field (then ? Keys, q Quit)")
+                first = {"leave": (binding, enabled, tooltip), **first}
         palette = active.get(self.app.COMMAND_PALETTE_BINDING)
         room = self.size.width or 10_000  # not laid out yet: everything, fitted on resize
         if palette is not None:
