@@ -542,7 +542,11 @@ def _register_prompt(host_command: HostCommand) -> None:
     )
     p.add_argument("--context", type=int, help="prompt length in tokens (library text)")
     p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--ignore-eos", action="store_true", help="always produce --max-tokens tokens")
+    # On by default, as in the TUI's prompt lab and `methods.probe`: a request that stops
+    # early at EOS is not the length asked, so its figures are flagged.
+    p.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=True,
+                   help="always produce --max-tokens tokens (default; --no-ignore-eos "
+                        "lets the model stop at EOS)")  # fmt: skip
     p.add_argument("--stream", action="store_true", help="stream the response (client timing too)")
     _common(p, repeat=1)
     p.set_defaults(func=cmd_prompt)

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from console.tui.app import SpecConsoleApp
 
 
+# Actions that launch the engine: cancelling one also stops what it launched.
+LAUNCHES = frozenset({"start", "restart", "apply", "apply with baseline", "rollback"})
+
 Tick = Callable[[int, int], None]  # (done, total) as a measurement method reports it
 
 
@@ -53,6 +56,7 @@ class ActionRunner:
         what: str,
         call: Callable[[], Awaitable[Any]],
         on_result: Callable[[Any], None] | None = None,
+        on_cancel: Callable[[], None] | None = None,
     ) -> Worker | None:
         """Run one service call in a worker: progress shown, cancellable, errors as one
         sentence. A second action while one runs is refused, as the service would."""
@@ -70,7 +74,12 @@ class ActionRunner:
             try:
                 result = await call()
             except asyncio.CancelledError:
-                app.notify(f"{what} cancelled.", severity="warning")
+                if what in LAUNCHES:
+                    await self._stop_launched(what)
+                else:
+                    app.notify(f"{what} cancelled.", severity="warning")
+                if on_cancel is not None:
+                    on_cancel()
                 raise
             except Exception as exc:
                 app.notify(one_line(exc), severity="error", timeout=10)
@@ -98,10 +107,28 @@ class ActionRunner:
             answer(request, ActionProgress(what, done, total))
 
         worker = self.run_service_action(
-            what, lambda: call(tick), lambda result: answer(request, reply(result))
+            what,
+            lambda: call(tick),
+            lambda result: answer(request, reply(result)),
+            on_cancel=lambda: answer(request, ActionRefused(what, cancelled=True)),
         )
         if worker is None:
             answer(request, ActionRefused(what))
+
+    async def _stop_launched(self, what: str) -> None:
+        """Cancelling a start (restart, apply, rollback) stops the engine it launched:
+        cancelling only the wait would leave it coming up to ready behind the words
+        "start cancelled". The state then says stopped, and why."""
+        app = self.app
+        app.running = f"stopping (cancelled {what})"
+        try:
+            await app.session_service().stop()
+        except Exception as exc:
+            app.notify(f"{what} cancelled, but stopping the engine failed: {one_line(exc)}",
+                       severity="error", timeout=10)  # fmt: skip
+            return
+        app.lifecycle = LifecycleEvent("stopped", message=f"{what} cancelled; engine stopped")
+        app.notify(f"{what} cancelled: the engine was stopped.", severity="warning")
 
     def cancel(self) -> None:
         worker = self.worker
@@ -154,15 +181,24 @@ class EngineActions:
             "rollback check", self._rollback_diff, self._confirm_rollback
         )
 
-    async def _rollback_diff(self) -> str:
+    async def _rollback_diff(self) -> str | None:
         from console.service.rollback import plan_rollback
 
         plan = await plan_rollback(self.app.session_service(), self.app.host)
         if not plan.possible:
             raise ConfigError(plan.text)
-        return plan.text
+        return plan.diff or None
 
-    def _confirm_rollback(self, diff: str) -> None:
+    def _confirm_rollback(self, diff: str | None) -> None:
+        if diff is None:
+            # Rolling back to equal flags would only restart: say so, and offer nothing
+            # (restart has its own key for an operator who wants one).
+            self.app.notify(
+                f"Nothing to roll back on {self.app.host}: the last-good flags equal the "
+                "current ones.",
+                severity="warning",
+            )
+            return
         self.confirm(
             f"Roll back {self.app.host} to the last-good flags?",
             diff,

@@ -19,11 +19,11 @@ service keeps running, as with the headless CLI.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from textual import on
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -36,7 +36,7 @@ from console.service.engine_service import ServiceStatus
 from console.store import RunStore
 from console.transport import Transport
 from console.tui import keys, messages
-from console.tui.actions import ActionRunner, EngineActions, one_line
+from console.tui.actions import LAUNCHES, ActionRunner, EngineActions, one_line
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
 from console.tui.live_feed import LiveFeed
@@ -53,10 +53,16 @@ from console.tui.screens.service import ServiceScreen
 from console.tui.screens.sweeps import SweepsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
+from console.tui.widgets.status_bar import state_text
 
 __all__ = ["SpecConsoleApp", "default_connector", "one_line", "run_console"]  # one import path
 
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
+# App actions that mean nothing before a host is open: the picker's footer hides them.
+NEEDS_HOST = frozenset({"view", "start", "restart", "stop", "rollback", "cancel"})
+# Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
+# engine running): listing both would show two entries of one name.
+REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
 
 
 class SpecConsoleApp(App[int]):
@@ -93,6 +99,7 @@ class SpecConsoleApp(App[int]):
         connector: Connector = default_connector,
         poll: bool = True,
         live: bool = True,
+        web: bool | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings or load_settings()
@@ -109,7 +116,22 @@ class SpecConsoleApp(App[int]):
         self.runner = ActionRunner(self)
         self.engine = EngineActions(self, self.runner)
         self.live = LiveFeed(self)
-        keymap = keys.check_keymap(dict(self.settings.keys))
+        self._web = web  # None: ask the driver once it runs (textual-serve's is web)
+        # Whether the newest failure came while the engine was being launched ("start")
+        # or after it had been ready ("crash"); "" when the console did not see it happen.
+        self.failure_kind = ""
+        self.user_keymap = keys.check_keymap(dict(self.settings.keys))
+        self.set_keymap(self.user_keymap)
+        self.keymap = self.user_keymap
+
+    @property
+    def web_mode(self) -> bool:
+        return self.is_web if self._web is None else self._web
+
+    def _use_browser_keys(self) -> None:
+        """In a browser, replace keys the browser takes (ctrl+r, ctrl+t, ctrl+l) with
+        their browser-safe alternatives; the user's own remaps still win."""
+        keymap = {**keys.web_keymap(), **self.user_keymap}
         self.set_keymap(keymap)
         self.keymap = keymap
 
@@ -117,6 +139,8 @@ class SpecConsoleApp(App[int]):
 
     def on_mount(self) -> None:
         use_themes(self, self._requested_theme, self.settings.theme)
+        if self.web_mode:
+            self._use_browser_keys()
         if self.service is not None:
             self.connected()
         else:
@@ -193,7 +217,21 @@ class SpecConsoleApp(App[int]):
         if worker is None:
             answer(request, messages.ActionRefused("apply"))
 
+    def _engine_not_ready(self, request: messages.Request, what: str) -> bool:
+        """Refuse a measurement while the engine is known to be down, with the key that
+        starts it (the measure core's own sentence names the CLI command instead)."""
+        state, _ = state_text(self)
+        if state not in ("stopped", "failed") or self.running:
+            return False
+        start = keys.display_keys(keys.BY_ID["start"], self.keymap)
+        self.notify(f"The engine on {self.host} is {state}: press {start} to start it.",
+                    severity="warning")  # fmt: skip
+        answer(request, messages.ActionRefused(what))
+        return True
+
     def on_run_prompt(self, request: messages.RunPrompt) -> None:
+        if self._engine_not_ready(request, "prompt"):
+            return
         measure, kwargs = self.live.measure_session, request.request
         self.runner.run_request(
             request,
@@ -203,6 +241,8 @@ class SpecConsoleApp(App[int]):
         )
 
     def on_run_sweep(self, request: messages.RunSweep) -> None:
+        if self._engine_not_ready(request, f"{request.kind} sweep"):
+            return
         kind, measure, kwargs = request.kind, self.live.measure_session, request.params
         run = methods.context_sweep if kind == "context" else methods.output_sweep
         self.runner.run_request(
@@ -218,7 +258,41 @@ class SpecConsoleApp(App[int]):
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(one_line(event.worker.error), severity="error")
 
+    # -- what the failure panel calls a failure -----------------------------------------
+
+    def watch_lifecycle(self, old: LifecycleEvent | None, new: LifecycleEvent | None) -> None:
+        if new is None or new.state != "failed":
+            return
+        if self.running in LAUNCHES or (old is not None and old.state in ("starting", "loading")):
+            self.failure_kind = "start"
+        elif (old is not None and old.state == "ready") or (
+            self.status is not None and self.status.state == "ready"
+        ):
+            self.failure_kind = "crash"  # it had been serving
+        else:
+            self.failure_kind = ""  # the console did not see what came before
+
+    def watch_status(self, old: ServiceStatus | None, new: ServiceStatus | None) -> None:
+        if new is None or new.state != "failed" or (old is not None and old.state == "failed"):
+            return
+        if self.lifecycle is not None and self.lifecycle.state == "failed":
+            return  # the lifecycle event already said which
+        if old is not None:
+            self.failure_kind = "crash" if old.state == "ready" else "start"
+
+    # -- the palette ------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for command in super().get_system_commands(screen):
+            if command.title not in REPLACED_SYSTEM_COMMANDS:
+                yield command
+
     # -- key bindings (ids and keys in keys.py) ----------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Before a host is open there is no view or engine to act on: the picker's
+        # footer and palette then offer only help, the palette, the theme and quit.
+        return not (action in NEEDS_HOST and self.service is None)
 
     def action_view(self, name: str) -> None:
         if self.service is None:

@@ -1,7 +1,10 @@
-"""The command palette (ctrl+p or `:`): every view, every engine action and every theme.
+"""The command palette (ctrl+p or `:`): every view, every engine action, the actions of
+the view it was opened from, and every theme.
 
-One place to find everything without knowing its key; each entry runs the same app
-action its key binding runs, so the palette can never drift from the keys.
+One place to find everything without knowing its key; each entry runs the same action
+its key binding runs, so the palette can never drift from the keys. A view's actions
+(run prompt, run sweep, verdict, export, compare, apply...) are listed only while they
+can run (the view's `can_run`), so the list is also an answer to "what can I do now?".
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from textual.actions import parse
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.tui import keys
@@ -19,9 +23,27 @@ class ConsoleCommands(Provider):
         app = self.app
         keymap = getattr(app, "keymap", {})
         out: list[tuple[str, str, Callable[[], object]]] = []
-        for spec in keys.KEYS:
-            if spec.scope != "app" or spec.id == "palette":
+        screen = self.screen
+        scope = getattr(screen, "KEY_SCOPE", "")
+        can_run = getattr(screen, "can_run", None)
+        for spec in keys.view_actions(scope) if scope else ():
+            _, name, params = parse(spec.action)
+            if can_run is not None and not can_run(name, params):
                 continue
+            out.append(
+                (
+                    spec.description,
+                    f"this view, key {keys.display_keys(spec, keymap)}",
+                    partial(app.call_later, screen.run_action, spec.action),
+                )
+            )
+        connected = getattr(app, "service", None) is not None
+        for spec in keys.KEYS:
+            if spec.scope != "app" or spec.action == "app.command_palette":
+                continue
+            _, name, params = parse(spec.action)
+            if not connected and not app.check_action(name, params):
+                continue  # no views or engine actions before a host is picked
             shown = keys.display_keys(spec, keymap)
             out.append(
                 (

@@ -11,6 +11,13 @@ same reason). Users remap by id in the `[keys]` table of `<config dir>/tui.toml`
 Defaults avoid keys that tmux, screen or the terminal itself take (ctrl+s/ctrl+q flow
 control on some terminals, ctrl+j = newline, ctrl+o, the tmux prefix ctrl+b): views are
 single letters as in k9s, actions that restart or stop the engine are capital letters.
+
+In a browser (`specconsole web`) the browser takes some ctrl keys before the page sees
+them (ctrl+t opens a tab, ctrl+r reloads, ctrl+l is the address bar, ctrl+w closes,
+ctrl+n opens a window), so each binding on such a key has a browser-safe `web`
+alternative that replaces it there: a plain letter, which (like every letter key) works
+whenever no text field is being edited (Escape leaves one). The footer, the Keys screen,
+the palette and the buttons show whichever key is in force.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from console.errors import ConfigError
 
 # Keys a default must never use.
 RESERVED = frozenset({"ctrl+s", "ctrl+j", "ctrl+o", "ctrl+b", "ctrl+a", "ctrl+z"})
+# Keys a browser keeps for itself (or acts on before the page can refuse them).
+BROWSER_KEYS = frozenset(
+    {"ctrl+t", "ctrl+r", "ctrl+l", "ctrl+w", "ctrl+n", "ctrl+d", "ctrl+f", "ctrl+h", "f5"}
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,10 @@ class KeySpec:
     description: str
     scope: str  # "app" or a screen name
     show: bool = True  # in the footer
+    web: str = ""  # the browser-safe keys that replace `keys` in web mode, if they clash
+    priority: bool = False  # fires even while a field has the focus (ctrl keys only)
+    palette: bool = False  # a view action the command palette lists
+    doc_only: bool = False  # a key a widget handles itself, listed on the Keys screen only
 
 
 KEYS: tuple[KeySpec, ...] = (
@@ -52,7 +67,12 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("cancel", "C", "app.cancel", "Cancel running action", "app", show=False),
     # app
     KeySpec("keys", "question_mark", "app.keys", "Keys", "app"),
-    KeySpec("palette", "colon", "app.command_palette", "Commands", "app", show=False),
+    # ctrl+p is Textual's own palette key; binding `:` as well would make Textual drop
+    # its ctrl+p, so both are ours. ctrl+p is priority (no field types it); `:` is not,
+    # so a typed prompt can still contain a colon.
+    KeySpec("palette", "ctrl+p", "app.command_palette", "Commands", "app", show=False,
+            priority=True),
+    KeySpec("palette-colon", "colon", "app.command_palette", "Commands", "app", show=False),
     KeySpec("theme-next", "T", "app.next_theme", "Next theme", "app", show=False),
     KeySpec("quit", "q", "app.quit_console", "Quit", "app"),
     # logs
@@ -60,31 +80,39 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("logs-exclude", "exclamation_mark", "focus_exclude", "Exclude", "logs"),
     KeySpec("logs-pause", "space", "toggle_pause", "Pause/follow", "logs"),
     KeySpec("logs-follow", "G,end", "follow", "Follow", "logs", show=False),
-    KeySpec("logs-wrap", "W", "toggle_wrap", "Wrap", "logs"),
-    KeySpec("logs-save", "E", "save", "Save", "logs"),
+    KeySpec("logs-wrap", "W", "toggle_wrap", "Wrap", "logs", palette=True),
+    KeySpec("logs-save", "E", "save", "Save log", "logs", palette=True),
     KeySpec("logs-back", "escape", "back_to_log", "Back to log", "logs", show=False),
     # flags
     KeySpec("flags-search", "slash", "focus_search", "Search", "flags"),
-    KeySpec("flags-apply", "a", "review", "Review & apply", "flags"),
-    KeySpec("flags-discard", "z", "discard", "Discard edits", "flags"),
-    KeySpec("flags-all", "A", "toggle_all", "All flags", "flags"),
+    KeySpec("flags-edit", "enter", "", "Edit the selected flag / stage the typed value",
+            "flags", doc_only=True),
+    KeySpec("flags-apply", "a", "review", "Review & apply", "flags", palette=True),
+    KeySpec("flags-discard", "z", "discard", "Discard edits", "flags", palette=True),
+    KeySpec("flags-all", "A", "toggle_all", "All flags", "flags", palette=True),
     KeySpec("flags-back", "escape", "back_to_table", "Back to list", "flags", show=False),
     # prompt lab
-    KeySpec("prompt-run", "ctrl+r", "run_prompt", "Run prompt", "prompt"),
+    KeySpec("prompt-run", "ctrl+r", "run_prompt", "Run prompt", "prompt", web="r",
+            palette=True),
     KeySpec("prompt-back", "escape", "leave_field", "Leave field", "prompt", show=False),
     # sweeps and verdict
-    KeySpec("sweep-run", "ctrl+r", "run_sweep", "Run sweep", "sweeps"),
-    KeySpec("sweep-explain", "ctrl+t", "explain", "Verdict", "sweeps"),
-    KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps"),
+    KeySpec("sweep-run", "ctrl+r", "run_sweep", "Run sweep", "sweeps", web="r",
+            palette=True),
+    KeySpec("sweep-explain", "ctrl+t", "explain", "Verdict", "sweeps", web="v",
+            palette=True),
+    KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps", web="o",
+            palette=True),
     KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
     # history
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),
+    KeySpec("history-open", "enter", "", "Show the selected run", "history", doc_only=True),
     KeySpec("history-mark", "space", "mark", "Mark", "history"),
-    KeySpec("history-compare", "c", "compare", "Compare marked", "history"),
-    KeySpec("history-explain", "v", "explain", "Explain marked", "history"),
-    KeySpec("history-csv", "E", "export('csv')", "Export CSV", "history"),
-    KeySpec("history-json", "J", "export('json')", "Export JSON", "history"),
-    KeySpec("history-reload", "ctrl+r", "reload", "Reload", "history", show=False),
+    KeySpec("history-compare", "c", "compare", "Compare marked", "history", palette=True),
+    KeySpec("history-explain", "v", "explain", "Explain marked", "history", palette=True),
+    KeySpec("history-csv", "E", "export('csv')", "Export CSV", "history", palette=True),
+    KeySpec("history-json", "J", "export('json')", "Export JSON", "history", palette=True),
+    KeySpec("history-reload", "ctrl+r", "reload", "Reload", "history", show=False, web="r",
+            palette=True),
     KeySpec("history-back", "escape", "leave_field", "Back to list", "history", show=False),
     # modals
     KeySpec("confirm-yes", "y", "answer(True)", "Yes", "confirm"),
@@ -92,17 +120,27 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("info-close", "escape,enter", "close", "Close", "info"),
     KeySpec("hostkey-refuse", "escape", "refuse", "Refuse the key", "host key"),
     KeySpec("keys-close", "escape,question_mark,q", "app.pop_screen", "Close", "keys"),
-)
+)  # fmt: skip
 
 BY_ID = {spec.id: spec for spec in KEYS}
 
 
 def bindings(scope: str) -> list[Binding]:
     return [
-        Binding(s.keys, s.action, s.description, show=s.show, id=s.id)
+        Binding(s.keys, s.action, s.description, show=s.show, id=s.id, priority=s.priority)
         for s in KEYS
-        if s.scope == scope
+        if s.scope == scope and not s.doc_only
     ]
+
+
+def web_keymap() -> dict[str, str]:
+    """The browser-safe keys by id: what a browser session binds instead of the defaults."""
+    return {s.id: s.web for s in KEYS if s.web}
+
+
+def view_actions(scope: str) -> list[KeySpec]:
+    """The actions of one view that the command palette lists."""
+    return [s for s in KEYS if s.scope == scope and s.palette]
 
 
 def check_keymap(keymap: dict[str, str]) -> dict[str, str]:
@@ -123,6 +161,7 @@ def check_keymap(keymap: dict[str, str]) -> dict[str, str]:
 
 
 def display_keys(spec: KeySpec, keymap: dict[str, str]) -> str:
-    names = {"question_mark": "?", "colon": ":", "slash": "/", "exclamation_mark": "!"}
+    names = {"question_mark": "?", "colon": ":", "slash": "/", "exclamation_mark": "!",
+             "enter": "Enter", "escape": "Esc", "space": "space"}  # fmt: skip
     keys = keymap.get(spec.id, spec.keys)
     return ", ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))

@@ -112,11 +112,13 @@ class ActionProgress(Answer):
 
 
 class ActionRefused(Answer):
-    """The request was not run (not connected, or another action is running)."""
+    """The request was not run (not connected, another action is running, the engine is
+    down) or was cancelled (C) while it ran: either way the screen resets its progress."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, cancelled: bool = False) -> None:
         super().__init__()
         self.what = what
+        self.cancelled = cancelled
 
 
 class FlagsPlanned(Answer):

@@ -36,6 +36,7 @@ class SessionState(Protocol):
     server_info: dict | None  # the engine's /get_server_info while it is ready
     link_down: str  # why the link is down, "" while it is up
     running: str  # the action in progress, "" when none
+    failure_kind: str  # "start" or "crash": when the newest failure came; "" unknown
 
     @property
     def service(self) -> EngineService | None: ...

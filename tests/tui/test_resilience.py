@@ -35,6 +35,7 @@ class SlowStart(fakes.FakeService):
     def __init__(self) -> None:
         super().__init__(fakes.status("stopped"))
         self.cancelled = False
+        self.stopped = False
 
     async def start(self, **_: object):
         try:
@@ -42,6 +43,9 @@ class SlowStart(fakes.FakeService):
         except asyncio.CancelledError:
             self.cancelled = True
             raise
+
+    async def stop(self, **_: object) -> None:
+        self.stopped = True
 
 
 async def test_a_running_action_shows_progress_refuses_a_second_and_cancels() -> None:
@@ -56,7 +60,8 @@ async def test_a_running_action_shows_progress_refuses_a_second_and_cancels() ->
         assert any("busy: start is running" in n for n in _notes(app))
         await pilot.press("C")
         await _until(pilot, lambda: app.running == "")
-        assert service.cancelled and any("start cancelled" in n for n in _notes(app))
+        assert service.cancelled and service.stopped  # the launched engine is stopped too
+        assert any("start cancelled: the engine was stopped" in n for n in _notes(app))
 
 
 class Failing(fakes.FakeService):

@@ -115,7 +115,13 @@ def test_logs_filtered(snap_compare) -> None:
     assert snap_compare(_app(service), terminal_size=SIZE, run_before=run_before)
 
 
-def test_keys_screen(snap_compare) -> None:
+def test_keys_screen(snap_compare, monkeypatch) -> None:
+    from pathlib import Path
+
+    # The Keys screen names the settings file: one fixed path, not this test's temp dir.
+    monkeypatch.setattr(
+        "console.tui.screens.keys.settings_path", lambda: Path("~/.config/specconsole/tui.toml")
+    )
     service = fakes.FakeService()
     app = _app(service)
     assert snap_compare(app, terminal_size=SIZE, press=["question_mark"],

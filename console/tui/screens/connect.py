@@ -10,12 +10,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from console.hosts import connect_targets
 from console.tui.messages import ConnectTo, send
 from console.tui.state import session_of
+from console.tui.widgets.footer import ConsoleFooter
 
 
 class ConnectScreen(Screen):
@@ -33,7 +34,7 @@ class ConnectScreen(Screen):
             yield Static("Hosts (profiles and ~/.ssh/config):", id="picker-label")
             yield OptionList(id="picker")
             yield Input(placeholder="or type a profile, user@host or ssh alias", id="typed")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         session = session_of(self)

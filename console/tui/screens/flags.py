@@ -19,7 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.suggester import SuggestFromList
-from textual.widgets import Checkbox, DataTable, Input, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
@@ -30,6 +30,17 @@ from console.tui.actions import one_line
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_state
+from console.tui.widgets.fitted_table import Col, FittedTable
+from console.tui.widgets.tick_box import TickBox
+
+# Values are never cut; names, types and defaults give way with an ellipsis (the editor
+# panel shows the selected flag whole).
+FLAG_COLUMNS = (
+    Col("flag", flex=True, min_width=14),
+    Col("value"),
+    Col("type", flex=True, min_width=4),
+    Col("default", flex=True, min_width=7),
+)
 
 CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
 
@@ -41,11 +52,13 @@ def matches(spec: FlagSpec, query: str) -> bool:
 
 class FlagsScreen(ViewScreen):
     BINDINGS = keys.bindings("flags")
+    KEY_SCOPE = "flags"
+    HOME = "#flag-table"
 
     def compose_body(self) -> ComposeResult:
         yield Input(placeholder="/ search flags", id="flag-search")
         with Horizontal(id="flag-main"):
-            yield DataTable(id="flag-table", cursor_type="row", zebra_stripes=True)
+            yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
                 yield Static("", id="flag-help")
                 yield Input(placeholder="new value (empty = engine default)", id="flag-value")
@@ -53,8 +66,13 @@ class FlagsScreen(ViewScreen):
         with VerticalScroll(id="flag-pending", classes="panel"):
             yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
                          id="pending-text")  # fmt: skip
-            # The tuning loop: the same short baseline before and after the restart.
-            yield Checkbox("baseline before/after (tok/s, commit, step time)", id="flag-baseline")
+            with Horizontal(id="flag-actions", classes="action-row"):
+                yield Button("Review & apply", id="flag-apply-button", variant="primary",
+                             compact=True)  # fmt: skip
+                yield Button("Discard", id="flag-discard-button", compact=True)
+                # The tuning loop: the same short baseline before and after the restart.
+                yield TickBox("baseline before/after (tok/s, commit, step time)",
+                              id="flag-baseline")  # fmt: skip
 
     def on_mount(self) -> None:
         self.specs: dict[str, FlagSpec] = {}
@@ -64,7 +82,11 @@ class FlagsScreen(ViewScreen):
         self.selected: str | None = None
         self.query_one("#flag-editor").border_title = "flag"
         self.query_one("#flag-pending").border_title = "staged edits"
-        self.query_one("#flag-table", DataTable).add_columns("flag", "value", "type", "default")
+        for button_id, key_id, label in (
+            ("flag-apply-button", "flags-apply", "Review & apply"),
+            ("flag-discard-button", "flags-discard", "Discard"),
+        ):
+            self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
         self.view: FlagView | None = None
         watch_state(self, "lifecycle", self._maybe_reload)
         # The engine's reported values arrive after it is ready; show them when they do.
@@ -104,16 +126,18 @@ class FlagsScreen(ViewScreen):
         ]
 
     def _fill_table(self) -> None:
-        table = self.query_one("#flag-table", DataTable)
+        table = self.query_one("#flag-table", FittedTable)
         keep = self.selected
-        table.clear()
+        rows = []
         for spec in self._rows():
             value = value_text(self.current.get(spec.name))
             if spec.name in self.staged:
                 new = self.staged[spec.name]
                 value = f"{value or '-'} → {new if new is not None else '(default)'}"
-            table.add_row(spec.name, value or "-", kind_text(spec), spec.default or "-",
-                          key=spec.name)  # fmt: skip
+            rows.append(
+                ((spec.name, value or "-", kind_text(spec), spec.default or "-"), spec.name)
+            )
+        table.set_rows(rows)
         table.border_title = (
             f"{'all' if self.show_all else 'tuned and set'} flags ({table.row_count})"
         )
@@ -215,6 +239,19 @@ class FlagsScreen(ViewScreen):
 
     # -- actions ------------------------------------------------------------------
 
+    def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
+        if action in ("review", "discard"):
+            return bool(self.staged) and not (action == "review" and self.session.running)
+        return True
+
+    @on(Button.Pressed, "#flag-apply-button")
+    def _apply_pressed(self) -> None:
+        self.action_review()
+
+    @on(Button.Pressed, "#flag-discard-button")
+    def _discard_pressed(self) -> None:
+        self.action_discard()
+
     def action_focus_search(self) -> None:
         self.query_one("#flag-search", Input).focus()
 
@@ -249,7 +286,8 @@ class FlagsScreen(ViewScreen):
         if not plan.changed:
             self.notify("No change: the flags already have these values.")
             return
-        baseline = self.query_one("#flag-baseline", Checkbox).value
+        baseline = self.query_one("#flag-baseline", TickBox).value
+        self.leave_form()  # C must cancel the apply, not type into the value box
         question = f"Apply and restart {self.session.host}?"
         if baseline:
             question += " (with a baseline before and after)"

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from console.errors import ConsoleError
 from console.measure import format as fmt
@@ -26,8 +26,19 @@ from console.store.compare_text import comparison_lines
 from console.store.explain import RunsExplained, explain_runs
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
+from console.tui.widgets.fitted_table import Col, FittedTable
 
 RUN_LIMIT = 500
+# Ids, times, counts and hashes are never cut; the host gives way with an ellipsis.
+RUN_COLUMNS = (Col(""), Col("id"), Col("started"), Col("host", flex=True, min_width=6),
+               Col("method"), Col("status", optional=True), Col("samples", optional=True),
+               Col("flags"))  # fmt: skip
+BUTTONS = (
+    ("hist-compare-button", "history-compare", "Compare", "compare"),
+    ("hist-explain-button", "history-explain", "Explain", "explain"),
+    ("hist-csv-button", "history-csv", "CSV", "export('csv')"),
+    ("hist-json-button", "history-json", "JSON", "export('json')"),
+)
 
 
 def when(t: float | None) -> str:
@@ -96,6 +107,8 @@ def run_text(run: StoredRun) -> Text:
 
 class HistoryScreen(ViewScreen):
     BINDINGS = keys.bindings("history")
+    KEY_SCOPE = "history"
+    HOME = "#hist-runs"
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="hist-top"):
@@ -103,20 +116,21 @@ class HistoryScreen(ViewScreen):
                 placeholder="/ filter: host, method, status, flags hash, id", id="hist-filter"
             )
             yield Static("", id="hist-count")
-        yield DataTable(id="hist-runs", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="hist-actions", classes="action-row"):
+            for button_id, _key, label, _action in BUTTONS:
+                yield Button(label, id=button_id, compact=True)
+        yield FittedTable(RUN_COLUMNS, id="hist-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="hist-detail", classes="panel"):
             yield Static("", id="hist-text")
 
     def on_mount(self) -> None:
         self.runs: list[StoredRun] = []
         self.marked: list[int] = []
-        table = self.query_one("#hist-runs", DataTable)
-        for label, width in (("", 1), ("id", 5), ("started", 16), ("host", 14), ("method", 14),
-                             ("status", 10), ("samples", 7), ("flags", 12)):  # fmt: skip
-            table.add_column(label, width=width)
-        self.query_one(
-            "#hist-detail"
-        ).border_title = "run (space marks two, c compares, v explains)"
+        table = self.query_one("#hist-runs", FittedTable)
+        for button_id, key_id, label, _action in BUTTONS:
+            self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
+        detail = self.query_one("#hist-detail")
+        detail.border_title = "run (space marks two, c compares, v explains)"
         table.focus()
         self.action_reload()
 
@@ -131,11 +145,9 @@ class HistoryScreen(ViewScreen):
 
     def _fill(self) -> None:
         query = self.query_one("#hist-filter", Input).value
-        table = self.query_one("#hist-runs", DataTable)
-        table.clear()
+        table = self.query_one("#hist-runs", FittedTable)
         shown = [r for r in self.runs if matches(r, query)]
-        for run in shown:
-            table.add_row(*run_cells(run, run.id in self.marked), key=str(run.id))
+        table.set_rows([(run_cells(run, run.id in self.marked), str(run.id)) for run in shown])
         self.query_one("#hist-count", Static).update(f"{len(shown)}/{len(self.runs)} runs")
         if not self.runs:
             self.query_one("#hist-text", Static).update(
@@ -154,7 +166,28 @@ class HistoryScreen(ViewScreen):
         self.query_one("#hist-filter").focus()
 
     def action_leave_field(self) -> None:
-        self.query_one("#hist-runs").focus()
+        self.leave_form()
+
+    def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
+        if action == "compare":
+            return len(self.marked) == 2
+        if action == "export":
+            return bool(self.marked) or self._current_id() is not None
+        return True
+
+    @on(Button.Pressed, "#hist-actions Button")
+    def _button(self, event: Button.Pressed) -> None:
+        for button_id, _key, _label, action in BUTTONS:
+            if event.button.id == button_id:
+                self.run_action(action)
+
+    @on(DataTable.RowSelected, "#hist-runs")
+    def _opened(self) -> None:
+        # Enter: the selected run in the detail panel, scrolled to its top.
+        run_id = self._current_id()
+        if run_id is not None:
+            self.query_one("#hist-detail").scroll_home(animate=False)
+            self._show_run(run_id)
 
     def _current_id(self) -> int | None:
         table = self.query_one("#hist-runs", DataTable)

@@ -7,11 +7,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from console.tui import keys
 from console.tui.settings import settings_path
 from console.tui.state import session_of
+from console.tui.widgets.fitted_table import Col, FittedTable
+
+# Keys and ids are never cut (an id is what a remap names); what a key does may be.
+COLUMNS = (Col("Where"), Col("Keys"), Col("Does", flex=True, min_width=12), Col("Id"))
 
 
 class KeysScreen(ModalScreen[None]):
@@ -20,18 +24,29 @@ class KeysScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="keys-dialog", classes="dialog"):
             yield Static("Keys", classes="dialog-title")
-            yield DataTable(id="keys-table", cursor_type="row", zebra_stripes=True)
+            yield FittedTable(COLUMNS, id="keys-table", cursor_type="row", zebra_stripes=True)
             hint = (
                 f"Remap by id in the [keys] table of {settings_path()}, "
-                'e.g. dashboard = "1". Also: ctrl+p or : opens the command palette.'
+                'e.g. dashboard = "1". Also: ctrl+p or : opens the command palette. '
+                "Esc, ? or q closes this list."
             )
             yield Static(Text(hint), id="keys-hint")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("Where", "Keys", "Does", "Id")
+        table = self.query_one(FittedTable)
         keymap = session_of(self).keymap
-        for spec in keys.KEYS:
-            where = "everywhere" if spec.scope == "app" else spec.scope
-            table.add_row(where, keys.display_keys(spec, keymap), spec.description, spec.id)
+        table.set_rows(
+            [
+                (
+                    (
+                        "everywhere" if spec.scope == "app" else spec.scope,
+                        keys.display_keys(spec, keymap),
+                        spec.description,
+                        spec.id,
+                    ),
+                    None,
+                )
+                for spec in keys.KEYS
+            ]
+        )
         table.focus()

@@ -46,6 +46,8 @@ def visible(line: str, include: re.Pattern[str] | None, exclude: re.Pattern[str]
 
 class LogsScreen(ViewScreen):
     BINDINGS = keys.bindings("logs")
+    KEY_SCOPE = "logs"
+    HOME = "#log"
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="log-filters"):

@@ -15,8 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import (
-    Checkbox,
-    DataTable,
+    Button,
     Input,
     ProgressBar,
     Select,
@@ -29,14 +28,19 @@ from console.measure.numbers import parse_count as positive_int
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
 from console.tui import keys
-from console.tui.messages import ActionProgress, PromptRan, RunPrompt
+from console.tui.messages import ActionProgress, ActionRefused, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen
+from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.form import field
+from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
+# Figures are as wide as their widest cell ("128/128" whole); the text type and how each
+# figure was measured give way with an ellipsis, the finish reason is dropped before that.
 RESULT_COLUMNS = (
-    ("text", 8), ("context", 7), ("tokens", 6), ("TTFT ms", 8), ("tok/s", 7),
-    ("commit", 6), ("step ms", 7), ("finish", 7), ("measured", 34),
+    Col("text", flex=True, min_width=5), Col("context"), Col("tokens"), Col("TTFT ms"),
+    Col("tok/s"), Col("commit"), Col("step ms"), Col("finish", optional=True),
+    Col("measured", flex=True, min_width=20),
 )  # fmt: skip
 
 
@@ -60,6 +64,8 @@ def result_row(s: RequestSample) -> tuple[str, ...]:
 
 class PromptLabScreen(ViewScreen):
     BINDINGS = keys.bindings("prompt")
+    KEY_SCOPE = "prompt"
+    HOME = "#lab-results"
 
     def compose_body(self) -> ComposeResult:
         types = [(t, t) for t in PromptLibrary.builtin().types] + [("typed prompt", TYPED)]
@@ -69,25 +75,33 @@ class PromptLabScreen(ViewScreen):
             yield field("max tokens", Input("128", id="lab-max"))
             yield field("repeat", Input("1", id="lab-repeat"))
             with Vertical(classes="field-checks"):
-                yield Checkbox("ignore_eos", True, id="lab-ignore-eos")
-                yield Checkbox("stream", False, id="lab-stream")
+                yield TickBox("ignore_eos", True, id="lab-ignore-eos")
+                yield TickBox("stream", False, id="lab-stream")
         yield TextArea("", id="lab-typed")
-        with Horizontal(id="lab-progress-row"):
+        with Horizontal(id="lab-progress-row", classes="action-row"):
+            yield Button("Run prompt", id="lab-run", variant="primary", compact=True)
             yield ProgressBar(total=1, show_eta=False, id="lab-progress")
-            yield Static("ctrl+r runs; figures keep their source", id="lab-note")
-        yield DataTable(id="lab-results", show_cursor=False, zebra_stripes=True)
+            yield Static("", id="lab-note")
+        yield FittedTable(RESULT_COLUMNS, id="lab-results", show_cursor=False, zebra_stripes=True)
         yield TextArea("", id="lab-output", read_only=True)
 
     def on_mount(self) -> None:
         self.query_one("#lab-form").border_title = "request"
-        table = self.query_one("#lab-results", DataTable)
-        table.border_title = "results"
-        for label, width in RESULT_COLUMNS:
-            table.add_column(label, width=width)
+        self.query_one("#lab-results").border_title = "results"
         self.query_one("#lab-output").border_title = "generated text"
         self.query_one("#lab-typed").border_title = "typed prompt"
         self.query_one("#lab-typed").display = False
         self.query_one("#lab-progress").display = False
+        run = self.key_for("prompt-run")
+        self.query_one("#lab-run", Button).label = f"Run prompt ({run})"
+        self.query_one("#lab-note", Static).update(f"{run} runs; figures keep their source")
+
+    def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
+        return not (action == "run_prompt" and self.session.running)
+
+    @on(Button.Pressed, "#lab-run")
+    def _run_pressed(self) -> None:
+        self.action_run_prompt()
 
     @on(Select.Changed, "#lab-type")
     def _type_changed(self, event: Select.Changed) -> None:
@@ -96,15 +110,15 @@ class PromptLabScreen(ViewScreen):
         self.query_one("#lab-context").disabled = typed
 
     def action_leave_field(self) -> None:
-        self.query_one("#lab-results").focus()
+        self.leave_form()
 
     def _request(self) -> dict:
         kind = self.query_one("#lab-type", Select).value
         request = {
             "max_tokens": positive_int(self.query_one("#lab-max", Input).value, "Max tokens"),
             "repeat": positive_int(self.query_one("#lab-repeat", Input).value, "Repeat"),
-            "ignore_eos": self.query_one("#lab-ignore-eos", Checkbox).value,
-            "stream": self.query_one("#lab-stream", Checkbox).value,
+            "ignore_eos": self.query_one("#lab-ignore-eos", TickBox).value,
+            "stream": self.query_one("#lab-stream", TickBox).value,
         }
         if kind == TYPED:
             text = self.query_one("#lab-typed", TextArea).text
@@ -127,7 +141,13 @@ class PromptLabScreen(ViewScreen):
         bar = self.query_one("#lab-progress", ProgressBar)
         bar.display = True
         bar.update(total=request["repeat"], progress=0)
+        self.leave_form()  # C must cancel the run, not type into a field
         self.request(RunPrompt(request))
+
+    def on_action_refused(self, message: ActionRefused) -> None:
+        self.query_one("#lab-progress").display = False
+        if message.cancelled:
+            self.query_one("#lab-note", Static).update("cancelled")
 
     def on_action_progress(self, message: ActionProgress) -> None:
         self.query_one("#lab-progress", ProgressBar).update(
@@ -137,9 +157,9 @@ class PromptLabScreen(ViewScreen):
     def on_prompt_ran(self, message: PromptRan) -> None:
         result = message.result
         self.query_one("#lab-progress").display = False
-        table = self.query_one("#lab-results", DataTable)
+        table = self.query_one("#lab-results", FittedTable)
         for sample in result.samples:
-            table.add_row(*result_row(sample))
+            table.add_fitted_row(*result_row(sample))
         table.scroll_end(animate=False)
         last = result.samples[-1] if result.samples else None
         output = self.query_one("#lab-output", TextArea)

@@ -34,6 +34,8 @@ def _clock(at: float) -> str:
 
 
 class ServiceScreen(ViewScreen):
+    HOME = "#svc-events"
+
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="svc-top"):
             yield Static("", id="svc-info", classes="panel")
@@ -50,7 +52,7 @@ class ServiceScreen(ViewScreen):
     def on_mount(self) -> None:
         self.query_one("#svc-events", RichLog).border_title = "lifecycle"
         self.query_one("#svc-info").border_title = "service"
-        self.query_one("#svc-failure").border_title = "failed start"
+        self.query_one("#svc-failure").border_title = "engine failed"
         self._failure_shown: tuple | None = None
         for name in ("status", "running"):
             watch_state(self, name, lambda _=None: self._show())
@@ -103,10 +105,17 @@ class ServiceScreen(ViewScreen):
         if failure is not None and failure != self._failure_shown:
             self._failure_shown = failure
             code, message, tail = failure
+            # A crash after ready is not a failed start: the title says which it was.
+            kind = getattr(self.session, "failure_kind", "")
+            self.query_one("#svc-failure").border_title = {
+                "start": "failed start", "crash": "engine crashed"
+            }.get(kind, "engine failed")  # fmt: skip
             head = Text()
             head.append(f"exit code {code if code is not None else 'unknown'}", style="bold")
             head.append(f": {message}\n" if message else "\n")
-            head.append("Press B to roll back to the last-good flags, or S to start again.")
+            start, rollback = self.key_for("start"), self.key_for("rollback")
+            head.append(f"Press {rollback} to roll back to the last-good flags, or {start} to "
+                        "start again.")  # fmt: skip
             self.query_one("#failure-head", Static).update(head)
             log = self.query_one("#failure-log", RichLog)
             log.clear()

@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, ProgressBar, Select, Static
+from textual.widgets import Button, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
 from console.measure import format as fmt
@@ -30,10 +30,26 @@ from console.measure.records import RequestSample, flags_hash
 from console.measure.stats import PointSummary
 from console.measure.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
 from console.tui import keys
+from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
-from console.tui.widgets.form import field
+from console.tui.widgets.fitted_table import Col, FittedTable
+from console.tui.widgets.form import field, inline_field
+
+# The points table: figures as wide as their widest cell (never cut), the text type cut
+# with an ellipsis if it must, the repeat count (the form says it too) dropped if it must.
+POINT_COLUMNS = (Col("text", flex=True, min_width=5), Col("tokens"), Col("n", optional=True),
+                 Col("tok/s"),
+                 Col("commit"), Col("step ms"))  # fmt: skip
+# The sweep form's fields, remembered per host so a reconnect keeps what was typed.
+FORM_FIELDS = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat")
+# The action buttons under the form: (id, key id, label).
+BUTTONS = (
+    ("sweep-run-button", "sweep-run", "Run sweep"),
+    ("sweep-explain-button", "sweep-explain", "Verdict"),
+    ("sweep-live-button", "sweep-live", "Live figures"),
+)
 
 
 def type_list(text: str) -> list[str]:
@@ -73,9 +89,11 @@ def verdict_text(verdict: Judgement, source: str) -> Text:
 
 class SweepsScreen(ViewScreen):
     BINDINGS = keys.bindings("sweeps")
+    KEY_SCOPE = "sweeps"
+    HOME = "#sweep-points"
 
     def compose_body(self) -> ComposeResult:
-        kinds = [("context sweep", "context"), ("output sweep", "output")]
+        kinds = [("context", "context"), ("output", "output")]  # under the label "sweep"
         with Horizontal(id="sweep-form", classes="panel"):
             yield field("sweep", Select(kinds, value="context", allow_blank=False, id="sweep-kind"))
             yield field(
@@ -84,10 +102,12 @@ class SweepsScreen(ViewScreen):
             yield field("output tokens", Input("64", id="sweep-outputs"))
             yield field("text types", Input("code,prose", id="sweep-types"))
             yield field("repeat", Input("1", id="sweep-repeat"))
-        with Horizontal(id="sweep-progress-row"):
+        with Horizontal(id="sweep-progress-row", classes="action-row"):
+            for button_id, _key_id, label in BUTTONS:
+                variant = "primary" if button_id == "sweep-run-button" else "default"
+                yield Button(label, id=button_id, compact=True, variant=variant)
             yield ProgressBar(total=1, show_eta=False, id="sweep-progress")
-            yield Static("ctrl+r runs the sweep; C cancels (samples taken are kept)",
-                         id="sweep-note")  # fmt: skip
+            yield Static("", id="sweep-note")
         hz = self.session.settings.chart_hz
         with Horizontal(id="sweep-charts"):
             yield Chart("decode tok/s", x_label="context tokens", hz=hz, id="sweep-tok")
@@ -95,16 +115,19 @@ class SweepsScreen(ViewScreen):
             yield Chart("commit length by text", x_label="context tokens", hz=hz,
                         id="sweep-commit")  # fmt: skip
         with Horizontal(id="sweep-bottom"):
-            yield DataTable(id="sweep-points", show_cursor=False, zebra_stripes=True)
+            yield FittedTable(POINT_COLUMNS, id="sweep-points", show_cursor=False,
+                              zebra_stripes=True)  # fmt: skip
             with Vertical(id="verdict-panel", classes="panel"):
+                # One row per figure pair, labels beside the boxes: the verdict keeps its
+                # room for the explanation at every terminal size.
                 with Horizontal(classes="verdict-form"):
-                    yield Input(placeholder="observed tok/s", id="v-observed")
-                    yield Input(placeholder="at context", id="v-context")
-                    yield Input(placeholder="text type", id="v-text")
+                    yield from inline_field("observed", "tok/s", "v-observed")
+                    yield from inline_field("at ctx", "tokens", "v-context")
+                    yield from inline_field("text", "type", "v-text")
                 with Horizontal(classes="verdict-form"):
-                    yield Input(placeholder="baseline tok/s (optional)", id="v-baseline")
-                    yield Input(placeholder="baseline context", id="v-baseline-context")
-                    yield Input(placeholder="baseline text", id="v-baseline-text")
+                    yield from inline_field("baseline", "tok/s, optional", "v-baseline")
+                    yield from inline_field("at ctx", "tokens", "v-baseline-context")
+                    yield from inline_field("b. text", "type", "v-baseline-text")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
 
@@ -114,24 +137,57 @@ class SweepsScreen(ViewScreen):
         self.model_source = ""
         self._live: LiveWindow | None = None  # the live figures ctrl+l took, until retyped
         self.query_one("#sweep-form").border_title = "sweep"
-        self.query_one(
-            "#verdict-panel"
-        ).border_title = "verdict (ctrl+t explains; ctrl+l takes the live figures)"
-        table = self.query_one("#sweep-points", DataTable)
-        table.border_title = "points: pooled, 95% interval"
-        for label, width in (("text", 8), ("tokens", 6), ("n", 3), ("tok/s", 20), ("commit", 17),
-                             ("step ms", 17)):  # fmt: skip
-            table.add_column(label, width=width)
+        explain, live = self.key_for("sweep-explain"), self.key_for("sweep-live")
+        self.query_one("#verdict-panel").border_title = f"verdict ({explain}; {live} live)"
+        for button_id, key_id, label in BUTTONS:
+            self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
+        self.query_one("#sweep-note", Static).update(
+            f"{self.key_for('sweep-run')} runs; C cancels (samples taken are kept)"
+        )
+        self._restore_form()
+        self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
-        for selector, title in (("#v-observed", "observed tok/s"), ("#v-context", "at context"),
-                                ("#v-text", "text type"), ("#v-baseline", "baseline tok/s"),
-                                ("#v-baseline-context", "baseline context"),
-                                ("#v-baseline-text", "baseline text")):  # fmt: skip
-            self.query_one(selector).border_title = title
         self._load_stored_model()
 
     def action_leave_field(self) -> None:
-        self.query_one("#sweep-points").focus()
+        self.leave_form()
+
+    def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
+        if action == "run_sweep":
+            return not self.session.running
+        if action == "explain":
+            return self.model is not None
+        if action == "use_live":
+            return bool(self.session.live_samples)
+        return True
+
+    @on(Button.Pressed, "#sweep-run-button")
+    def _run_pressed(self) -> None:
+        self.action_run_sweep()
+
+    @on(Button.Pressed, "#sweep-explain-button")
+    def _explain_pressed(self) -> None:
+        self.action_explain()
+
+    @on(Button.Pressed, "#sweep-live-button")
+    def _live_pressed(self) -> None:
+        self.action_use_live()
+
+    # -- the form, remembered per host ------------------------------------------------
+
+    def _restore_form(self) -> None:
+        saved = load_form(self.session.host or "", "sweep")
+        kind = saved.get("#sweep-kind")
+        if kind in ("context", "output"):
+            self.query_one("#sweep-kind", Select).value = kind
+        for selector in FORM_FIELDS:
+            if isinstance(saved.get(selector), str):
+                self.query_one(selector, Input).value = saved[selector]
+
+    def _remember_form(self) -> None:
+        values = {s: self.query_one(s, Input).value for s in FORM_FIELDS}
+        values["#sweep-kind"] = str(self.query_one("#sweep-kind", Select).value)
+        save_form(self.session.host or "", "sweep", values)
 
     # -- the stored model -------------------------------------------------------------
 
@@ -202,10 +258,12 @@ class SweepsScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
+        self._remember_form()
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
         self.query_one("#sweep-note", Static).update("warming up…")
+        self.leave_form()  # C must cancel the sweep, not type into the repeat field
         self.request(RunSweep(kind, params))  # type: ignore[arg-type]
 
     def on_action_progress(self, message: ActionProgress) -> None:
@@ -213,8 +271,10 @@ class SweepsScreen(ViewScreen):
         bar.update(total=message.total, progress=message.done)
         self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
 
-    def on_action_refused(self, _message: ActionRefused) -> None:
+    def on_action_refused(self, message: ActionRefused) -> None:
         self.query_one("#sweep-progress").display = False
+        if message.cancelled:
+            self.query_one("#sweep-note", Static).update("sweep cancelled; samples taken are kept")
 
     def on_sweep_ran(self, message: SweepRan) -> None:
         kind, result = message.kind, message.result
@@ -245,15 +305,14 @@ class SweepsScreen(ViewScreen):
             chart.set_series(
                 [ChartSeries(s.label, [(x, y * scale) for x, y in s.points]) for s in lines]
             )
-        table = self.query_one("#sweep-points", DataTable)
-        table.clear()
-        for p in points:
-            f = p.pooled
-            table.add_row(
-                p.text_type, str(int(x_of(p))), str(p.n),
-                fmt.interval(f and f.tok_s, fmt.TOK_S), fmt.interval(f and f.commit, fmt.COMMIT),
-                fmt.interval(f and f.step_s, fmt.STEP_MS),
-            )  # fmt: skip
+        rows = [
+            ((p.text_type, str(int(x_of(p))), str(p.n),
+              fmt.interval(p.pooled and p.pooled.tok_s, fmt.TOK_S),
+              fmt.interval(p.pooled and p.pooled.commit, fmt.COMMIT),
+              fmt.interval(p.pooled and p.pooled.step_s, fmt.STEP_MS)), None)
+            for p in points
+        ]  # fmt: skip
+        self.query_one("#sweep-points", FittedTable).set_rows(rows)
 
     # -- verdict --------------------------------------------------------------------
 
@@ -270,7 +329,8 @@ class SweepsScreen(ViewScreen):
 
     def action_explain(self) -> None:
         if self.model is None or self.sweep is None:
-            self.notify("No model yet: run a context sweep first (ctrl+r).", severity="warning")
+            self.notify(f"No model yet: run a context sweep first ({self.key_for('sweep-run')}).",
+                        severity="warning")  # fmt: skip
             return
         try:
             verdict = self._verdict(self.model)

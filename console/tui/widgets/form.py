@@ -1,12 +1,21 @@
-"""A labelled form field: the label above its input, as the prompt lab and sweep forms
-lay out every field."""
+"""Labelled form fields: the label above its input, as the prompt lab and sweep forms
+lay out every field, or beside it where a form must stay one row high."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Label
+from textual.widgets import Input, Label
 
 
 def field(label: str, widget: Widget, *, wide: bool = False) -> Vertical:
     return Vertical(Label(label), widget, classes="field wide" if wide else "field")
+
+
+def inline_field(label: str, placeholder: str, input_id: str) -> Iterator[Widget]:
+    """A label beside a one-row input (for forms that must stay one row high at every
+    size; the `always-compact` class keeps the view from giving it a border)."""
+    yield Label(label, classes="inline-label")
+    yield Input(placeholder=placeholder, id=input_id, compact=True, classes="always-compact")

@@ -1,0 +1,122 @@
+"""A table whose figures are never cut: number columns are as wide as their widest cell,
+and only text columns (provenance, host names, flag names and defaults) give way, with
+an ellipsis, to the width that is left.
+
+A fixed column width cut "128/128" to "128/12" and "16.48 [16.46–16.50]" to
+"16.48 [16.46-", which reads as a different figure. Widths here are worked out again on
+every resize, from the cells themselves, so the same table is right at 80, 100 and 160
+columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from textual.widgets import DataTable
+
+ELLIPSIS = "…"
+
+
+def ellipsize(text: str, width: int) -> str:
+    """`text` cut to `width` cells with an ellipsis where anything was cut."""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 1)] + ELLIPSIS if width > 0 else ""
+
+
+@dataclass(frozen=True)
+class Col:
+    label: str
+    flex: bool = False  # True: text that may be cut with an ellipsis; False: never cut
+    min_width: int = 6  # a flexible column never goes narrower than this
+    optional: bool = False  # dropped whole (never cut) when the figures would not fit
+
+
+class FittedTable(DataTable):
+    def __init__(self, columns: Sequence[Col] = (), **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._cols: list[Col] = list(columns)
+        self._rows: list[tuple[tuple, object]] = []  # (cells, key) as given
+
+    def set_columns(self, columns: Sequence[Col]) -> None:
+        self._cols = list(columns)
+        self._rebuild()
+
+    def add_fitted_row(self, *cells: object, key: str | None = None) -> None:
+        self._rows.append((cells, key))
+        self._rebuild()
+
+    def set_rows(self, rows: Sequence[tuple[tuple, str | None]]) -> None:
+        """Replace every row at once (one rebuild instead of one per row)."""
+        self._rows = list(rows)
+        self._rebuild()
+
+    def clear_rows(self) -> None:
+        self._rows = []
+        self._rebuild()
+
+    def on_resize(self) -> None:
+        self._rebuild()
+
+    def _widths(self) -> list[int | None]:
+        """Each column's width; None for an optional column dropped for lack of room."""
+        natural = [
+            max([len(c.label)] + [len(str(cells[i])) for cells, _ in self._rows if i < len(cells)])
+            for i, c in enumerate(self._cols)
+        ]
+        shown = list(range(len(self._cols)))
+        # The width the cells may use: the table's, less its scrollbar and cell padding.
+        width = self.scrollable_content_region.width
+
+        def room() -> int:
+            return width - 2 * self.cell_padding * len(shown)
+
+        def least() -> int:
+            return sum(
+                min(natural[i], self._cols[i].min_width) if self._cols[i].flex else natural[i]
+                for i in shown
+            )
+
+        for i in reversed(range(len(self._cols))):
+            if least() <= room():
+                break
+            if self._cols[i].optional:
+                shown.remove(i)
+        flex = [i for i in shown if self._cols[i].flex]
+        widths: list[int | None] = [natural[i] if i in shown else None for i in range(len(natural))]
+        left = room() - sum(natural[i] for i in shown if i not in flex)
+        want = sum(natural[i] for i in flex)
+        if flex and want > left:
+            # Every text column gets its minimum, then the rest of the room in proportion
+            # to how much more each would take; none past its natural width.
+            for i in flex:
+                widths[i] = min(natural[i], self._cols[i].min_width)
+            spare = max(0, left - sum(widths[i] for i in flex))  # type: ignore[misc]
+            extra = {i: natural[i] - widths[i] for i in flex}  # type: ignore[operator]
+            total = sum(extra.values()) or 1
+            for i in flex:
+                widths[i] += spare * extra[i] // total  # type: ignore[operator]
+        return widths
+
+    def _rebuild(self) -> None:
+        if not self.is_mounted:
+            return
+        row = self.cursor_row
+        widths = self._widths()
+        self.clear(columns=True)
+        for col, width in zip(self._cols, widths, strict=True):
+            if width is not None:
+                self.add_column(col.label, width=width)
+        for cells, key in self._rows:
+            fitted = [
+                ellipsize(str(cell), width) if col.flex and isinstance(cell, str) else cell
+                for cell, col, width in zip(cells, self._cols, widths, strict=False)
+                if width is not None
+            ]
+            self.add_row(*fitted, key=key)
+        if self.row_count:
+            self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+
+    def on_mount(self) -> None:
+        self._rebuild()

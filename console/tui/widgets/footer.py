@@ -1,0 +1,89 @@
+"""The footer of keys, ordered so that what matters survives a narrow terminal.
+
+Textual's footer lists keys in binding order and cuts the row at the right edge, so at
+80 columns the view keys pushed `? Keys  q Quit` off screen. Here help and quit come
+first (as htop's F1 Help), then the current view's own actions, then the view keys (the
+least needed: the Keys screen and the palette list them too); a key that would not fit
+whole is left out rather than cut. Below 100 columns it is compact. While a text field
+is edited, `?` and `q` type into it (Textual leaves them out of the footer), so the
+footer then leads with Escape, which leaves the field and brings them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+ALWAYS = ("keys", "quit")  # binding ids: help and quit
+
+
+def _rank(binding) -> int:
+    if binding.id in ALWAYS or binding.key == "escape":
+        return 0
+    if binding.action.startswith("app.view"):
+        return 2
+    return 1
+
+
+class ConsoleFooter(Footer):
+    def on_resize(self) -> None:
+        self.compact = self.size.width < 100
+        self.refresh(recompose=True)
+
+    def _key_width(self, binding, description: str) -> int:
+        # A footer key is its key, a space and its description, padded one each side
+        # (compact: one space after it).
+        key = len(self.app.get_key_display(binding))
+        return key + 1 + len(description) + (1 if self.compact else 2)
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        active = self.screen.active_bindings
+        first: dict[str, tuple] = {}  # one key per action, as Textual's footer shows
+        for _node, binding, enabled, tooltip in active.values():
+            if binding.show:
+                first.setdefault(binding.action, (binding, enabled, tooltip))
+        if not any(b.id in ALWAYS for b, _e, _t in first.values()):
+            leave = active.get("escape")
+            if leave is not None and leave[1].action != "app.pop_screen":
+                _node, binding, enabled, tooltip = leave
+                binding = replace(binding, description="Leave field (then ? Keys, q Quit)")
+                first = {"leave": (binding, enabled, tooltip), **first}
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
+        room = self.size.width or 10_000  # not laid out yet: everything, fitted on resize
+        if palette is not None:
+            room -= self._key_width(palette[1], palette[1].description) + 1
+        shown = []
+        full = False
+        for item in sorted(first.values(), key=lambda item: _rank(item[0])):
+            width = self._key_width(item[0], item[0].description)
+            if _rank(item[0]) == 0 or (not full and width <= room):
+                shown.append(item)  # help and quit are never left out
+                room -= width
+            else:
+                full = True  # keep the order: nothing after a key that did not fit
+        self.styles.grid_size_columns = len(shown)
+        for binding, enabled, tooltip in shown:
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                disabled=not enabled,
+                tooltip=tooltip,
+            ).data_bind(compact=Footer.compact)
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE and palette:
+            _node, binding, enabled, tooltip = palette
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=binding.tooltip or binding.description,
+            )
