@@ -33,6 +33,7 @@ from console.measure import methods
 from console.measure.records import LiveSample, RequestSample
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
+from console.service.gpu_sample import GpuSample
 from console.store import RunStore
 from console.transport import Transport
 from console.tui import keys, messages
@@ -150,6 +151,10 @@ class SpecConsoleApp(App[int]):
     @property
     def requests(self) -> list[RequestSample]:
         return self.live.requests
+
+    @property
+    def gpu_samples(self) -> list[GpuSample]:
+        return self.live.gpu_samples
 
     def ingest_live(
         self, samples: Sequence[LiveSample] = (), requests: Sequence[RequestSample] = ()
