@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
+from console.measure import breakeven
 from console.measure import format as fmt
 from console.measure.decompose import FitError, ThroughputModel, Verdict, explain, fit
 from console.measure.live_window import LiveWindow, closest_type, explain_live, live_window
@@ -41,14 +42,27 @@ def type_list(text: str) -> list[str]:
     return names
 
 
-def point_series(points: list[PointSummary], x_of, y_of) -> list[ChartSeries]:
-    """One line per text type, x by `x_of(point)`, y the median `y_of(point)`."""
-    by_type: dict[str, list[tuple[float, float]]] = {}
+def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> list[ChartSeries]:
+    """One series per text type, x by `x_of(point)`, y the median `y_of(point)`: each
+    sweep point a marker with its lowest-highest bar over repeats, joined in x order, so
+    four measured points never read as a dense curve."""
+    by_type: dict[str, list[tuple[float, Spread]]] = {}
     for p in points:
         spread: Spread | None = y_of(p)
         if spread is not None:
-            by_type.setdefault(p.text_type, []).append((float(x_of(p)), spread.median))
-    return [ChartSeries(kind, sorted(pts)) for kind, pts in sorted(by_type.items())]
+            by_type.setdefault(p.text_type, []).append((float(x_of(p)), spread))
+    out = []
+    for kind, pts in sorted(by_type.items()):
+        pts.sort(key=lambda item: item[0])
+        out.append(
+            ChartSeries(
+                kind,
+                [(x, sp.median * scale) for x, sp in pts],
+                markers=True,
+                spread=[(sp.low * scale, sp.high * scale) for _, sp in pts],
+            )
+        )
+    return out
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
@@ -59,8 +73,32 @@ def model_text(model: ThroughputModel, source: str) -> Text:
     return text
 
 
+BREAKEVEN_RUNS = 3  # the newest break-even runs shown
+
+
+def breakeven_text(runs: list) -> Text:
+    """Each stored break-even run: which run, when, on which flags, and its table."""
+    text = Text()
+    for run in runs:
+        rows = breakeven.stored_rows(run.summary)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.started_at))
+        text.append(f"run {run.id}  {when}  flags {run.info.flags_hash}  {run.status}\n",
+                    style="bold")  # fmt: skip
+        if not rows:
+            text.append("  no table (the run did not finish)\n")
+            continue
+        text.append("\n".join(breakeven.table_lines(rows)) + "\n")
+    return text
+
+
 class SweepsScreen(ViewScreen):
     BINDINGS = keys.bindings("sweeps")
+    # Only the break-even panel is styled here; it stays hidden while there are no runs.
+    DEFAULT_CSS = """
+    SweepsScreen #breakeven-panel { height: auto; max-height: 12; display: none; }
+    SweepsScreen #breakeven-panel.-shown { display: block; }
+    SweepsScreen #breakeven-text { width: auto; }
+    """
 
     def compose_body(self) -> ComposeResult:
         kinds = [("context sweep", "context"), ("output sweep", "output")]
@@ -94,6 +132,10 @@ class SweepsScreen(ViewScreen):
                     yield Input(placeholder="baseline context", id="v-baseline-context")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
+        # Stored break-even runs (`specconsole breakeven`), apart from the verdict panel:
+        # at which context speculation stops paying, per run, with intervals.
+        with VerticalScroll(id="breakeven-panel", classes="panel"):
+            yield Static("", id="breakeven-text")
 
     def on_mount(self) -> None:
         self.model: ThroughputModel | None = None
@@ -113,7 +155,30 @@ class SweepsScreen(ViewScreen):
                                 ("#v-text", "text type"), ("#v-baseline", "baseline tok/s"),
                                 ("#v-baseline-context", "baseline context")):  # fmt: skip
             self.query_one(selector).border_title = title
+        title = "break-even runs (specconsole breakeven): commit needed vs measured per context"
+        self.query_one("#breakeven-panel").border_title = title
         self._load_stored_model()
+        self._load_breakeven()
+
+    def on_screen_resume(self) -> None:
+        # `specconsole breakeven` runs from a shell: look again whenever the view shows.
+        self._load_breakeven()
+
+    @work(group="sweep-breakeven", exclusive=True, exit_on_error=False)
+    async def _load_breakeven(self) -> None:
+        session = self.session
+        if session.service is None:
+            return
+        try:
+            runs = await session.run_store().runs(
+                host=session.service.profile.name, method=breakeven.METHOD, limit=BREAKEVEN_RUNS
+            )
+        except Exception:
+            return  # no history yet: nothing to show
+        panel = self.query_one("#breakeven-panel")
+        panel.set_class(bool(runs), "-shown")
+        if runs:
+            self.query_one("#breakeven-text", Static).update(breakeven_text(runs))
 
     def action_leave_field(self) -> None:
         self.query_one("#sweep-points").focus()
@@ -209,10 +274,7 @@ class SweepsScreen(ViewScreen):
         for selector, get, scale in charts:
             chart = self.query_one(selector, Chart)
             chart.x_label = x_label
-            lines = point_series(points, x_of, get)
-            chart.set_series(
-                [ChartSeries(s.label, [(x, y * scale) for x, y in s.points]) for s in lines]
-            )
+            chart.set_series(point_series(points, x_of, get, scale))
         table = self.query_one("#sweep-points", DataTable)
         table.clear()
         for p in points:
