@@ -76,12 +76,17 @@ class SpecConsoleApp(App[int]):
     }
 
     # The session state screens read (state.SessionState); only the app's parts write it.
-    status: reactive[ServiceStatus | None] = reactive(None, always_update=True)
-    lifecycle: reactive[LifecycleEvent | None] = reactive(None)
-    server_info: reactive[dict | None] = reactive(None)
-    link_down: reactive[str] = reactive("")  # why the link is down, "" while it is up
-    running: reactive[str] = reactive("")  # the action in progress, "" when none
-    live_version: reactive[int] = reactive(0)  # bumped when live samples/requests change
+    # repaint=False: views follow these through watchers and refresh what they show; a
+    # repainting app reactive would redraw the whole screen on every status poll and
+    # every live sample (most of the dashboard's idle CPU).
+    status: reactive[ServiceStatus | None] = reactive(None, always_update=True, repaint=False)
+    lifecycle: reactive[LifecycleEvent | None] = reactive(None, repaint=False)
+    server_info: reactive[dict | None] = reactive(None, repaint=False)
+    # why the link is down, "" while it is up
+    link_down: reactive[str] = reactive("", repaint=False)
+    running: reactive[str] = reactive("", repaint=False)  # the action in progress, "" when none
+    # bumped when live samples/requests change
+    live_version: reactive[int] = reactive(0, repaint=False)
 
     def __init__(
         self,

@@ -46,6 +46,7 @@ REQUEST_COLUMNS = (
 # the engine only reports while it decodes, so a long gap is idle time, and a line across
 # it would draw a gradual change that never happened.
 GAP_S = 10.0
+LIVE_CHART_HZ = 0.5  # live chart redraws per second at most (see compose_body)
 STALE_S = 30.0  # a newest sample older than this is shown as stale, not as "now"
 # One slot (theme colour) and mark per source, the same in every chart and the legend.
 SOURCES = (
@@ -146,9 +147,12 @@ def gpu_text(samples: Sequence[GpuSample]) -> str:
 
 
 def age_text(age_s: float) -> str:
-    """How old the newest sample is, coarse enough to change rarely."""
+    """How old the newest sample is, coarse enough to change rarely (every text change
+    is a repaint, and this one follows the clock, not the data)."""
+    if age_s < 10:
+        return "<10 s ago"
     if age_s < 90:
-        return f"{max(0, round(age_s))} s ago"
+        return f"{int(age_s // 10) * 10} s ago"
     if age_s < 90 * 60:
         return f"{round(age_s / 60)} min ago"
     return f"{round(age_s / 3600)} h ago"
@@ -257,7 +261,7 @@ class DashboardScreen(ViewScreen):
     DashboardScreen #dash-now { width: 32; }
     DashboardScreen #dash-now.stale #now-tok { color: $text-muted; }
     DashboardScreen #now-tok { width: auto; height: 3; }
-    DashboardScreen #now-text { height: auto; }
+    DashboardScreen #now-text { height: 3; }
     DashboardScreen #dash-flags { width: 2fr; }
     DashboardScreen #flags-table { height: auto; }
     DashboardScreen #state-line { height: auto; }
@@ -298,7 +302,10 @@ class DashboardScreen(ViewScreen):
                 yield Static("", id="now-text")
             with Vertical(id="dash-flags", classes="panel"):
                 yield DataTable(id="flags-table", show_cursor=False)
-        hz = self.session.settings.chart_hz
+        # The live charts span minutes: one redraw per 2 s at most loses nothing an
+        # operator reads off them, while the "now" readout shows every sample at once.
+        # Each redraw of the three charts is most of the dashboard's idle CPU.
+        hz = min(self.session.settings.chart_hz, LIVE_CHART_HZ)
         with Horizontal(id="dash-charts"):
             # The shared legend (the caption line) names the sources and x for all charts.
             for title, chart_id in (("decode tok/s", "chart-tok"),
@@ -425,7 +432,8 @@ class DashboardScreen(ViewScreen):
             return
         self._now_shown = key
         self.query_one("#now-tok", Digits).update(big)
-        self.query_one("#now-text", Static).update(text)
+        # Fixed size: no layout pass for a text that changes every second.
+        self.query_one("#now-text", Static).update(text, layout=False)
         stale = self._now is not None and wall_clock() - self._now.t > STALE_S
         self.query_one("#dash-now").set_class(stale, "stale")
 
@@ -448,7 +456,7 @@ class DashboardScreen(ViewScreen):
                 caption.append(f"  {gpu}")
             if caption.plain != getattr(self, "_caption", None):
                 self._caption = caption.plain
-                self.query_one("#live-caption", Static).update(caption)
+                self.query_one("#live-caption", Static).update(caption, layout=False)
             for name, series in chart_series(samples).items():
                 self.query_one(charts[name], Chart).set_series(series)
             self.set_class(bool(gpus), "-gpu")

@@ -13,7 +13,9 @@ import time
 from collections.abc import Sequence
 
 from rich.color import Color
+from rich.segment import Segment
 from rich.text import Text
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -48,6 +50,7 @@ class Chart(Widget):
         self._last_draw = 0.0
         self._pending: Timer | None = None  # the trailing draw of a burst, when one is due
         self._cache: tuple[tuple, Text] | None = None
+        self._strips: tuple[tuple, list[Strip]] | None = None  # the cached text's lines
         self.draws = 0  # renders that ran plotext (the idle-cost tests count them)
 
     def on_mount(self) -> None:
@@ -77,6 +80,7 @@ class Chart(Widget):
         self._pending = None
         self._last_draw = time.monotonic()
         self._cache = None
+        self._strips = None
         self.refresh()
 
     def colors(self) -> list[RGB]:
@@ -97,6 +101,11 @@ class Chart(Widget):
         return out or [(78, 161, 211)]
 
     def render(self) -> Text:
+        """The chart as text (kept for callers that want it whole; the screen itself
+        draws through `render_line`)."""
+        return self._text()
+
+    def _text(self) -> Text:
         size = (self.content_size.width, self.content_size.height)
         if self._cache is not None and self._cache[0] == size:
             return self._cache[1]
@@ -112,4 +121,20 @@ class Chart(Widget):
             legend=self.legend,
         )
         self._cache = (size, text)
+        self._strips = None
         return text
+
+    def render_line(self, y: int) -> Strip:
+        # The line API, with the lines cut from the chart's text once per draw: going
+        # through `render()` converts the whole text to Textual content on each paint,
+        # which cost as much as plotext itself (idle CPU with live charts).
+        text = self._text()
+        width = self.content_size.width
+        if self._strips is None or self._strips[0] != (width, self.rich_style):
+            base = self.rich_style
+            segments = text.render(self.app.console)
+            lines = Segment.split_and_crop_lines(segments, width, style=base, pad=True)
+            strips = [Strip(Segment.apply_style(line, base), width) for line in lines]
+            self._strips = ((width, base), strips)
+        strips = self._strips[1]
+        return strips[y] if y < len(strips) else Strip.blank(width, self.rich_style)

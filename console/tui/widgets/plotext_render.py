@@ -8,7 +8,7 @@ and plotext 6's public API (`figure.clear/plot_size/signal/draw/build`) gives th
 
 plotext 6 offers one public figure (`plotext.figure`); every chart is drawn into it and
 taken out as a string, under a lock, so two charts never interleave. Points are
-downsampled to twice the width (braille dots per cell) first: a build then costs a few
+downsampled to one per column first: a build then costs a few
 milliseconds whatever the history length, which keeps it cheap enough for the UI thread.
 """
 
@@ -113,8 +113,10 @@ def _draw_series(fig, s: ChartSeries, width: int, color: RGB | None) -> None:
         if s.markers:
             points = part  # sparse by definition: every point is shown as measured
         else:
-            # Each run between gaps keeps its share of the width's worth of points.
-            points = downsample(part, max(2, 2 * width * len(part) // total))
+            # Each run between gaps keeps its share of one point per column: the lines
+            # between them fill the braille dots, and plotext's cost follows the points
+            # (a live chart redraws every sample, so this is most of idle CPU).
+            points = downsample(part, max(2, width * len(part) // total))
         xs = [p[0] for p in points]
         ys = [p[1] for p in points]
         if s.lines and len(points) > 1:
@@ -165,8 +167,9 @@ def render_lines(
             slot = i if s.slot is None else s.slot
             color = None if single else colors[slot % len(colors)]
             _draw_series(fig, s, width, color)
+        # No clear after the build: the next chart clears first, and a clear costs as
+        # much as a third of a small build.
         out = fig.build().string()
-        fig.clear()
     if drawn and len(drawn) == 1:
         text = Text(_SGR.sub("", out).rstrip("\n"), no_wrap=True, end="")
         r, g, b = colors[(drawn[0].slot or 0) % len(colors)]
