@@ -133,7 +133,9 @@ class Chart(Widget):
         if self._strips is None or self._strips[0] != (width, self.rich_style):
             base = self.rich_style
             segments = text.render(self.app.console)
-            lines = Segment.split_and_crop_lines(segments, width, style=base, pad=True)
+            lines = Segment.split_and_crop_lines(
+                segments, width, style=base, pad=True, include_new_lines=False
+            )
             strips = [Strip(Segment.apply_style(line, base), width) for line in lines]
             self._strips = ((width, base), strips)
         strips = self._strips[1]
