@@ -105,9 +105,14 @@ async def test_sweeps_view_lists_stored_breakeven_runs() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         panel = app.screen.query_one("#breakeven-panel")
-        assert panel.has_class("-shown")
+        assert app.screen.has_class("-breakeven") and panel.display
         text = str(app.screen.query_one("#breakeven-text", Static).render())
         assert f"run {run_id}" in text and "commit needed" in text and "1900" in text
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert not panel.display
+        line = app.screen.query_one("#breakeven-line", Static)
+        assert line.display and "does not pay at any context" in str(line.render())
 
 
 def _config(window: int) -> LaunchConfig:

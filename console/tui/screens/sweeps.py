@@ -91,12 +91,26 @@ def breakeven_text(runs: list) -> Text:
     return text
 
 
+def breakeven_line(run) -> str:
+    """The newest break-even run in one line: where speculation pays, by how much."""
+    rows = breakeven.stored_rows(run.summary)
+    if not rows:
+        return f"break-even run {run.id}: no table (the run did not finish)"
+    cells = ", ".join(f"ctx {r.context} x{r.speedup.value:.2f}" for r in rows)
+    paying = [r.context for r in rows if r.pays]
+    verdict = f"pays up to ctx {max(paying)}" if paying else "does not pay at any context"
+    return f"break-even run {run.id}: speculation {verdict} ({cells}); taller window: table"
+
+
 class SweepsScreen(ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     # Only the break-even panel is styled here; it stays hidden while there are no runs.
     DEFAULT_CSS = """
     SweepsScreen #breakeven-panel { height: auto; max-height: 12; display: none; }
-    SweepsScreen #breakeven-panel.-shown { display: block; }
+    SweepsScreen #breakeven-line { height: 1; padding: 0 1; display: none; }
+    SweepsScreen.-breakeven #breakeven-panel { display: block; }
+    SweepsScreen.-breakeven.-short #breakeven-panel { display: none; }
+    SweepsScreen.-breakeven.-short #breakeven-line { display: block; }
     SweepsScreen #breakeven-text { width: auto; }
     """
 
@@ -136,6 +150,8 @@ class SweepsScreen(ViewScreen):
         # at which context speculation stops paying, per run, with intervals.
         with VerticalScroll(id="breakeven-panel", classes="panel"):
             yield Static("", id="breakeven-text")
+        # Below 40 rows the table would squeeze the sweep's points and verdict: one line.
+        yield Static("", id="breakeven-line")
 
     def on_mount(self) -> None:
         self.model: ThroughputModel | None = None
@@ -175,10 +191,13 @@ class SweepsScreen(ViewScreen):
             )
         except Exception:
             return  # no history yet: nothing to show
-        panel = self.query_one("#breakeven-panel")
-        panel.set_class(bool(runs), "-shown")
+        self.set_class(bool(runs), "-breakeven")
         if runs:
             self.query_one("#breakeven-text", Static).update(breakeven_text(runs))
+            self.query_one("#breakeven-line", Static).update(breakeven_line(runs[0]))
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.height < 40, "-short")
 
     def action_leave_field(self) -> None:
         self.query_one("#sweep-points").focus()
