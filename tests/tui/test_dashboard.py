@@ -190,12 +190,13 @@ def _ready(service: fakes.FakeService, gpus: bool = False):
         samples = fakes.live_samples()
         # An idle gap, and measured requests as points among the log lines.
         samples = [s for s in samples if not 20 <= (s.t - fakes.T0) / 2 < 35]
-        app.ingest_live(samples, fakes.requests())
         extra = LiveSample(t=fakes.T0 + 60, source="request", tok_s=120.0, commit_len=3.4,
                            step_time_s=0.028, context_tokens=700)  # fmt: skip
-        app.ingest_live([extra])
+        samples = sorted([*samples, extra], key=lambda s: s.t)
         if gpus:
-            app.live.ingest_gpu(_gpus())
+            app.live.gpu_samples = _gpus()  # arrives with the samples: one draw
+        # One delivery, as the live feed batches them: the charts draw it at once.
+        app.ingest_live(samples, fakes.requests())
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause(0.6)

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
 from textual.widgets import DataTable, Digits, ProgressBar, Static
 
 from console.measure.live import is_warmup_sample
@@ -59,6 +60,17 @@ NARROW_FLAG_SOURCE = {"launch config": "config"}
 # The readout is 26 columns wide inside at 80x24: its source names must fit one line.
 SHORT_SOURCE = {"log": "log line", "metrics": "/metrics", "request": "request"}
 GPU_SLOT = 3
+
+
+MAX_CHART_INTERVAL_S = 10.0
+
+
+def chart_interval(samples: Sequence[LiveSample], hz: float, columns: int) -> float:
+    """Seconds between live chart redraws: about one column's worth of time (a redraw
+    sooner moves the picture by less than a column), at least 1/hz, at most 10 s. The
+    readout shows every sample at once; a chart spanning ten minutes needs no more."""
+    span = samples[-1].t - samples[0].t if len(samples) > 1 else 0.0
+    return min(MAX_CHART_INTERVAL_S, max(1.0 / hz, span / columns))
 
 
 def wall_clock() -> float:
@@ -173,14 +185,22 @@ class NowFigures:
 def now_figures(samples: Sequence[LiveSample]) -> NowFigures | None:
     """The newest sample's figures; a figure it lacks comes from the newest that has it
     (a log line without a context still shows the context the last request had)."""
-    samples = [s for s in charted(samples) if s.tok_s is not None or s.commit_len is not None]
-    if not samples:
+
+    # Samples arrive in time order: walk back from the end (this runs per sample, so
+    # no sort and no copy of the whole history).
+    def ordered():
+        return (
+            s
+            for s in reversed(samples)
+            if not is_warmup_sample(s) and (s.tok_s is not None or s.commit_len is not None)
+        )
+
+    newest = next(ordered(), None)
+    if newest is None:
         return None
-    ordered = sorted(samples, key=lambda s: s.t, reverse=True)
-    newest = ordered[0]
 
     def latest(get):
-        return next((get(s) for s in ordered if get(s) is not None), None)
+        return next((get(s) for s in ordered() if get(s) is not None), None)
 
     step = latest(lambda s: s.step_time_s)
     return NowFigures(
@@ -305,7 +325,10 @@ class DashboardScreen(ViewScreen):
         # The live charts span minutes: one redraw per 2 s at most loses nothing an
         # operator reads off them, while the "now" readout shows every sample at once.
         # Each redraw of the three charts is most of the dashboard's idle CPU.
-        hz = min(self.session.settings.chart_hz, LIVE_CHART_HZ)
+        hz = self._chart_hz = min(self.session.settings.chart_hz, LIVE_CHART_HZ)
+        self._charts_at = 0.0  # when the chart series were last built
+        self._charts_timer: Timer | None = None
+        self._charts_due: dict[str, str] | None = None  # the charts the next update draws
         with Horizontal(id="dash-charts"):
             # The shared legend (the caption line) names the sources and x for all charts.
             for title, chart_id in (("decode tok/s", "chart-tok"),
@@ -437,6 +460,25 @@ class DashboardScreen(ViewScreen):
         stale = self._now is not None and wall_clock() - self._now.t > STALE_S
         self.query_one("#dash-now").set_class(stale, "stale")
 
+    def _chart_columns(self) -> int:
+        return max(1, self.query_one("#chart-tok", Chart).content_size.width)
+
+    def _draw_charts(self) -> None:
+        self._charts_timer = None
+        if self._charts_due is None:
+            return
+        charts = self._charts_due
+        self._charts_due = None
+        samples, gpus = self.session.live_samples, self.session.gpu_samples
+        if samples or gpus:
+            # The interval runs from the first draw with data: the empty one at mount
+            # must not hold back the first samples.
+            self._charts_at = time.monotonic()
+        for name, series in chart_series(samples).items():
+            self.query_one(charts[name], Chart).set_series(series)
+        if gpus:
+            self.query_one("#chart-gpu", Chart).set_series(gpu_series(gpus))
+
     def _show_live(self) -> None:
         samples = self.session.live_samples
         gpus = self.session.gpu_samples
@@ -457,13 +499,20 @@ class DashboardScreen(ViewScreen):
             if caption.plain != getattr(self, "_caption", None):
                 self._caption = caption.plain
                 self.query_one("#live-caption", Static).update(caption, layout=False)
-            for name, series in chart_series(samples).items():
-                self.query_one(charts[name], Chart).set_series(series)
+            # Whether there is a GPU chart, and its figures, show at once; its lines
+            # follow at the charts' rate.
             self.set_class(bool(gpus), "-gpu")
             if gpus:
-                chart = self.query_one("#chart-gpu", Chart)
-                chart.chart_title = gpu or "GPU"
-                chart.set_series(gpu_series(gpus))
+                self.query_one("#chart-gpu", Chart).chart_title = gpu or "GPU"
+            self._charts_due = charts
+            # The series are built at the charts' own rate, not per sample.
+            wait = chart_interval(samples, self._chart_hz, self._chart_columns()) - (
+                time.monotonic() - self._charts_at
+            )
+            if wait <= 0:
+                self._draw_charts()
+            elif self._charts_timer is None:
+                self._charts_timer = self.set_timer(wait, self._draw_charts)
         # Rebuild the requests table only when a request was added: a live sample arrives
         # every second or two, and a cleared DataTable forces a full layout refresh.
         requests = self.session.requests
