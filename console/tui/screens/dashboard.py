@@ -8,7 +8,6 @@ how it was measured (server-side or client-side, streamed or not, context, text 
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,9 +42,9 @@ REQUEST_COLUMNS = (
 )
 
 
-# Samples further apart than this (or than 3x a source's usual spacing) are not joined:
-# the engine only reports while it decodes, so a long gap is idle time, and a line across
-# it would draw a gradual change that never happened.
+# Samples further apart than this are not joined: the engine only reports while it
+# decodes, so a long gap is idle time, and a line across it would draw a gradual change
+# that never happened.
 GAP_S = 10.0
 LIVE_CHART_HZ = 0.5  # live chart redraws per second at most (see compose_body)
 STALE_S = 30.0  # a newest sample older than this is shown as stale, not as "now"
@@ -83,12 +82,6 @@ def charted(samples: Sequence[LiveSample]) -> list[LiveSample]:
     return [s for s in samples if not is_warmup_sample(s)]
 
 
-def _gap(points: list[tuple[float, float]]) -> float:
-    spacings = sorted(b[0] - a[0] for a, b in itertools.pairwise(points))
-    usual = spacings[len(spacings) // 2] if spacings else 0.0
-    return max(GAP_S, 3 * usual)
-
-
 def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
     """The three live charts' series, x in seconds before the newest sample: one per
     source (log lines and /metrics as lines cut at idle gaps, measured requests as
@@ -109,7 +102,10 @@ def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
                 out.append(ChartSeries(label, points, markers=True, lines=False,
                                        slot=SLOT[source]))  # fmt: skip
             else:
-                out.append(ChartSeries(label, points, gap=_gap(points), slot=SLOT[source]))
+                # A fixed gap, not one scaled to the source's spacing: a source that
+                # reports once per request would otherwise be joined across idle
+                # minutes; its lone points are drawn as points instead.
+                out.append(ChartSeries(label, points, gap=GAP_S, slot=SLOT[source]))
         return out
 
     return {
