@@ -73,7 +73,7 @@ def test_sources_are_separate_series_and_requests_are_points() -> None:
     assert request.markers and not request.lines
     assert len({s.slot for s in tok}) == 3  # one colour each, the same in every chart
     caption = dashboard.live_caption(samples).plain
-    assert "log line" in caption and "request" in caption and "gap = no traffic" in caption
+    assert "log line" in caption and "request" in caption and "gap: idle" in caption
 
 
 def test_warmup_samples_are_not_traffic() -> None:

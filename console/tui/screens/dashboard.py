@@ -233,13 +233,13 @@ def live_caption(samples: list[LiveSample], colors: Sequence[RGB] = ((78, 161, 2
     # appears, and an unchanged caption costs no relayout of the screen per sample.
     present = {s.source for s in samples}
     # Short enough for 80 columns: x is the same for the three charts, so it is said once.
-    text = Text("x: s before the latest sample ")
+    text = Text("x: s before the latest sample")
     for source, _ in SOURCES:
         if source in present:
             legend_entry(text, ChartSeries(SHORT_SOURCE[source], (), markers=source == "request",
                                            lines=source != "request"),
                          colors[SLOT[source] % len(colors)])  # fmt: skip
-    text.append("  gap = no traffic")
+    text.append("  gap: idle")
     return text
 
 
