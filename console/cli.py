@@ -54,9 +54,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
         view = await read_flag_view(service, ask_engine=st.state == "ready", schema_required=False)
         key_flags = view.key_flags()
         state, detail = service_state(st, None, running=False)
+        # Which interpreter starts the engine (and which one the running engine used):
+        # "No module named 'engine'" is otherwise a guess about PATH.
+        launcher = service.profile.interpreter_note
+        started_with = st.config.argv[0] if st.config is not None and st.config.argv else None
         if args.json:
             out = st.as_dict()
             out["detail"] = detail
+            out["launcher"] = launcher
+            out["started_with"] = started_with
             out["key_flags"] = [k.as_dict() for k in key_flags]
             print(json.dumps(out, indent=2))
             return 0
@@ -69,6 +75,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print(line)
         if st.message:
             print(f"  {st.message}")
+        print(f"  launcher: {launcher}")
+        if started_with and not launcher.startswith(started_with):
+            print(f"  the running config was started with {started_with}")
         if key_flags:
             width = max(len(k.label) for k in key_flags)
             print("  key flags:")

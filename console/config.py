@@ -17,7 +17,15 @@ from typing import Literal
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from console.errors import ConfigError
 
@@ -127,6 +135,43 @@ class HostProfile(_Strict):
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     baseline: BaselineProfile = Field(default_factory=BaselineProfile)
 
+    # True when `launch.python` was not given but filled in with this console's own
+    # interpreter (see `_own_interpreter`); such a value is never written to a file.
+    _python_implied: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _own_interpreter(self) -> HostProfile:
+        # The bundled engine on this machine runs with the interpreter this console runs
+        # with: that one has the engine installed beside the console. `python3` on PATH
+        # is whatever a cron job, a unit or pipx puts first, often one without it ("No
+        # module named 'engine'"). A profile that names its launcher keeps it.
+        launch = self.launch
+        if (
+            self.ssh is None
+            and self.engine == "builtin"
+            and not (launch.python or launch.venv or launch.command)
+        ):
+            self.launch = launch.model_copy(update={"python": sys.executable})
+            self._python_implied = True
+        return self
+
+    @property
+    def interpreter_note(self) -> str:
+        """Which interpreter (or launcher) starts the engine, and why that one."""
+        launch = self.launch
+        if self._python_implied:
+            return f"{launch.python} (this console's own interpreter, same machine)"
+        if launch.python:
+            return f"{launch.python} (launch.python of the profile)"
+        if launch.venv:
+            return f"{launch.venv}/bin/python (launch.venv of the profile)"
+        if launch.command:
+            command = (
+                launch.command if isinstance(launch.command, str) else " ".join(launch.command)
+            )
+            return f"{command} (launch.command of the profile)"
+        return "python3 on the host's PATH (the profile names no launcher)"
+
     @field_validator("name", "service")
     @classmethod
     def _safe_name(cls, value: str | None) -> str | None:
@@ -154,13 +199,9 @@ class HostProfile(_Strict):
 
 
 def builtin_local_profile() -> HostProfile:
-    """The bundled engine on this machine, run with this interpreter."""
-    return HostProfile(
-        name=LOCAL,
-        engine="builtin",
-        launch=LaunchProfile(python=sys.executable),
-        port=30000,
-    )
+    """The bundled engine on this machine, run with this interpreter (filled in by
+    `HostProfile._own_interpreter`, so it is never written into a saved profile)."""
+    return HostProfile(name=LOCAL, engine="builtin", port=30000)
 
 
 def config_dir() -> Path:
@@ -224,6 +265,12 @@ def list_profile_names() -> list[str]:
 def profile_to_toml(profile: HostProfile) -> str:
     data = profile.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     data.pop("name", None)  # the file name is the name
+    if profile._python_implied:
+        # Filled in from whichever interpreter runs the console now; a file keeps none,
+        # so the profile follows the console to a new virtualenv.
+        data.get("launch", {}).pop("python", None)
+        if not data.get("launch"):
+            data.pop("launch", None)
     return tomli_w.dumps(data)
 
 

@@ -29,9 +29,11 @@ async def cmd_hosts(args: argparse.Namespace) -> int:
     if action == "show":
         p = profiles.load_profile(args.name)
         if args.json:
-            print(json.dumps(p.model_dump(mode="json"), indent=2))
+            print(json.dumps({**p.model_dump(mode="json"), "launcher": p.interpreter_note},
+                             indent=2))  # fmt: skip
         else:
             print(f"# {args.name}")
+            print(f"# engine launcher: {p.interpreter_note}")
             print(profiles.profile_to_toml(p) or "# (all defaults)")
         return 0
     if action == "remove":

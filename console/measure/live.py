@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -50,11 +51,21 @@ logger = logging.getLogger(__name__)
 Sink = Callable[[LiveSample], Awaitable[None]]
 StreamName = Literal["log", "metrics"]
 
+# A sample taken while a method warms the engine up (or just after: log lines arrive
+# late) carries this note: it is the console's own warm-up, not traffic, and the charts
+# and "now" figures leave it out.
+WARMUP_NOTE = "warm-up"
+WARMUP_GRACE_S = 2.0
 LINK_DOWN = "link down, reconnecting"
 RECONNECTED = "reconnected after"
 DEFAULT_CAPACITY = 3600  # an hour of 1 Hz samples
 SUBSCRIBER_BACKLOG = 10_000  # a subscriber this far behind loses the oldest samples
 UNAVAILABLE_RETRY = 10.0  # an engine without /metrics (SGLang without --enable-metrics)
+
+
+def is_warmup_sample(sample: LiveSample) -> bool:
+    """True for a sample of the console's own warm-up request (see `LiveSeries.warmup`)."""
+    return sample.note.startswith(WARMUP_NOTE)
 
 
 def is_link_sample(sample: LiveSample) -> bool:
@@ -101,6 +112,8 @@ class LiveSeries:
         self._down: set[StreamName] = set()
         self._down_since: float | None = None
         self.link_note = ""  # the last link sample's note ("" before any)
+        self._warmups = 0  # warm-ups in flight
+        self._warmup_until = 0.0  # samples before this (wall clock) are still warm-up
 
     # -- reading ----------------------------------------------------------------------
 
@@ -136,7 +149,25 @@ class LiveSeries:
         self._emit(live)
         return live
 
+    @contextlib.contextmanager
+    def warmup(self):
+        """Mark what the series takes while the block runs (and `WARMUP_GRACE_S` after,
+        for log lines that arrive late) as warm-up, not traffic."""
+        self._warmups += 1
+        try:
+            yield
+        finally:
+            self._warmups -= 1
+            self._warmup_until = time.time() + WARMUP_GRACE_S
+
     def _emit(self, sample: LiveSample) -> None:
+        if (
+            (self._warmups or time.time() < self._warmup_until)
+            and not is_link_sample(sample)
+            and not is_warmup_sample(sample)
+        ):
+            note = f"{WARMUP_NOTE}: {sample.note}" if sample.note else WARMUP_NOTE
+            sample = dataclasses.replace(sample, note=note)
         self._ring.append(sample)
         self._broadcast.publish(sample)
         if self.sink is not None:

@@ -66,7 +66,8 @@ def _result(method: str, record: RunRecord, figures: dict[str, Any] | None = Non
 
 async def _warmup(session: MeasureSession, text_type: str) -> None:
     spec = await session.spec(text_type, 16, 8)
-    await session.measure(spec)  # not recorded: no run record
+    # not recorded (no run record), and not traffic: the live series marks it warm-up
+    await session.measure(spec, warmup=True)
 
 
 async def probe(

@@ -194,8 +194,22 @@ class MeasureSession:
 
     # -- requests -------------------------------------------------------------------
 
-    async def measure(self, spec: RequestSpec, record: RunRecord | None = None) -> RequestSample:
-        """One request, retried after a link drop; stored and published when taken."""
+    async def measure(
+        self, spec: RequestSpec, record: RunRecord | None = None, *, warmup: bool = False
+    ) -> RequestSample:
+        """One request, retried after a link drop; stored and published when taken.
+
+        A `warmup` request is the console's own, not traffic: the live series marks it
+        and what the engine reports meanwhile as warm-up, and `on_sample` never sees it."""
+        live = self.live
+        guard = live.warmup() if warmup and live is not None else contextlib.nullcontext()
+        with guard:
+            sample = await self._measure(spec, record)
+        if self.on_sample is not None and not warmup:
+            self.on_sample(sample)
+        return sample
+
+    async def _measure(self, spec: RequestSpec, record: RunRecord | None) -> RequestSample:
         facts = await self.facts()
         loop = asyncio.get_running_loop()
         retry_for = self.settings.request_retry_s
@@ -232,8 +246,6 @@ class MeasureSession:
                 await self.store.add_request(record.run_id, sample)
         if self.live is not None:
             self.live.record_request(sample)
-        if self.on_sample is not None:
-            self.on_sample(sample)
         return sample
 
     @contextlib.asynccontextmanager

@@ -33,6 +33,7 @@ from console.measure import methods
 from console.measure.records import LiveSample, RequestSample
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
+from console.service.gpu_sample import GpuSample
 from console.store import RunStore
 from console.transport import Transport
 from console.tui import keys, messages
@@ -81,12 +82,17 @@ class SpecConsoleApp(App[int]):
     }
 
     # The session state screens read (state.SessionState); only the app's parts write it.
-    status: reactive[ServiceStatus | None] = reactive(None, always_update=True)
-    lifecycle: reactive[LifecycleEvent | None] = reactive(None)
-    server_info: reactive[dict | None] = reactive(None)
-    link_down: reactive[str] = reactive("")  # why the link is down, "" while it is up
-    running: reactive[str] = reactive("")  # the action in progress, "" when none
-    live_version: reactive[int] = reactive(0)  # bumped when live samples/requests change
+    # repaint=False: views follow these through watchers and refresh what they show; a
+    # repainting app reactive would redraw the whole screen on every status poll and
+    # every live sample (most of the dashboard's idle CPU).
+    status: reactive[ServiceStatus | None] = reactive(None, always_update=True, repaint=False)
+    lifecycle: reactive[LifecycleEvent | None] = reactive(None, repaint=False)
+    server_info: reactive[dict | None] = reactive(None, repaint=False)
+    # why the link is down, "" while it is up
+    link_down: reactive[str] = reactive("", repaint=False)
+    running: reactive[str] = reactive("", repaint=False)  # the action in progress, "" when none
+    # bumped when live samples/requests change
+    live_version: reactive[int] = reactive(0, repaint=False)
 
     def __init__(
         self,
@@ -174,6 +180,10 @@ class SpecConsoleApp(App[int]):
     @property
     def requests(self) -> list[RequestSample]:
         return self.live.requests
+
+    @property
+    def gpu_samples(self) -> list[GpuSample]:
+        return self.live.gpu_samples
 
     def ingest_live(
         self, samples: Sequence[LiveSample] = (), requests: Sequence[RequestSample] = ()

@@ -46,7 +46,8 @@ TARGET_REDRAW_MS = 15.0
 TARGET_IDLE_CPU_PCT = 3.0
 TERMINAL = (160, 48)  # columns, rows: a laptop terminal, the dashboard's three charts side by side
 ALT_SCREEN = b"\x1b[?1049h"
-LONG_LIVED = frozenset({"poll", "lifecycle", "live"})  # the app's worker groups that never end
+# the app's worker groups that never end
+LONG_LIVED = frozenset({"poll", "lifecycle", "live", "gpu"})
 
 
 @dataclass
@@ -258,7 +259,7 @@ async def in_app_figures(
             lines = chart_series(history[i : i + points])["tok"]
             start = time.perf_counter()
             chart.set_series(lines)
-            chart._flush()  # what the widget's redraw tick does with new data
+            chart._flush()  # draw now what a burst's trailing timer would draw
             chart.render_lines(crop)
             times.append((time.perf_counter() - start) * 1000)
         await pilot.pause(0.5)

@@ -15,9 +15,13 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from console.errors import ConsoleError
+from console.measure.gpu_recorder import GpuRecorder
 from console.measure.records import LiveSample, RequestSample
 from console.measure.session import MeasureSession
 from console.service import EngineService
+from console.service.gpu_sample import GpuSample
+from console.service.gpu_telemetry import GpuTelemetry
 from console.store import RunStore
 from console.tui.actions import one_line
 
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 BATCH_S = 0.5
 LIVE_KEEP = 2000  # live samples kept for the charts
+GPU_KEEP = 2000  # GPU samples kept for the chart beside step time
 REQUESTS_KEEP = 50  # requests kept for the table
 
 
@@ -70,6 +75,11 @@ class LiveFeed:
         self.live_series: Any = None  # the LiveSeries feeding the dashboard, once running
         self.live_samples: list[LiveSample] = []
         self.requests: list[RequestSample] = []
+        self.gpu_samples: list[GpuSample] = []
+        # How the host's GPUs are read; tests put a fake here before `start()`. None:
+        # nvidia-smi over the session's own transport.
+        self.gpu_telemetry: GpuTelemetry | None = None
+        self.gpu_reason: str | None = None  # why there is no GPU chart, once known
         self._measure: MeasureSession | None = None
         self._store: RunStore | None = None
 
@@ -81,6 +91,39 @@ class LiveFeed:
             exit_on_error=False,
             description="live series",
         )
+        self.app.run_worker(
+            self._run_gpu(),
+            group="gpu",
+            exclusive=True,
+            exit_on_error=False,
+            description="GPU telemetry",
+        )
+
+    async def _run_gpu(self) -> None:
+        """Sample the host's GPUs beside the live series; on a host without any, one
+        nvidia-smi attempt and then nothing (no chart, no error)."""
+        telemetry = self.gpu_telemetry
+        if telemetry is None:
+            telemetry = GpuTelemetry(self.app.session_service().transport)
+        try:
+            if not await telemetry.available():
+                self.gpu_reason = telemetry.reason
+                return
+        except ConsoleError as exc:
+            self.gpu_reason = str(exc)
+            return
+        recorder = GpuRecorder(telemetry, on_samples=self.ingest_gpu).start()
+        try:
+            await asyncio.Event().wait()  # until the worker is cancelled
+        finally:
+            self.gpu_reason = telemetry.reason
+            await recorder.stop()
+
+    def ingest_gpu(self, samples: Sequence[GpuSample]) -> None:
+        """Add GPU samples (from the recorder or a test)."""
+        if samples:
+            self.gpu_samples = (self.gpu_samples + list(samples))[-GPU_KEEP:]
+            self.app.live_version += 1
 
     async def _run_live(self) -> None:
         service = self.app.session_service()

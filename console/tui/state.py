@@ -17,6 +17,7 @@ from textual.dom import DOMNode
 from console.measure.records import LiveSample, RequestSample
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
+from console.service.gpu_sample import GpuSample
 from console.store import RunStore
 from console.tui.settings import TuiSettings
 
@@ -47,6 +48,9 @@ class SessionState(Protocol):
     @property
     def requests(self) -> list[RequestSample]: ...
 
+    @property
+    def gpu_samples(self) -> list[GpuSample]: ...  # [] on a host without GPU telemetry
+
     def run_store(self) -> RunStore: ...
 
 
@@ -58,3 +62,10 @@ def session_of(node: DOMNode) -> SessionState:
 def watch_state(node: DOMNode, name: Watched, callback: Callable[[Any], object]) -> None:
     """Call `callback` on `node`'s behalf whenever the session's `name` changes."""
     node.watch(node.app, name, callback, init=False)
+
+
+def config_id_of(status: ServiceStatus | None) -> str | None:
+    """The id of the launch config a polled status names: when it changes, the flags
+    were changed (here, or by `specconsole set`/`rollback` from another shell)."""
+    config = status.config if status is not None else None
+    return config.id if config is not None else None

@@ -23,6 +23,15 @@ from tests.tui import fakes
 SIZE = (130, 42)
 
 
+@pytest.fixture(autouse=True)
+def _pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The dashboard shows the age of the last sample: a fixed "now" keeps it out of
+    # the picture's differences (7 s after the last of fakes.live_samples()).
+    from console.tui.screens import dashboard
+
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: fakes.T0 + 125.0)
+
+
 def _app(service: fakes.FakeService, theme: str = "dark") -> SpecConsoleApp:
     return SpecConsoleApp(
         "gpu1",

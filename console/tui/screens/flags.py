@@ -24,12 +24,12 @@ from textual.widgets import Button, DataTable, Input, Static
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
 from console.errors import ConsoleError
-from console.service.flag_view import FlagView, kind_text, read_flag_view, value_text
+from console.service.flag_view import FlagRow, FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
 from console.tui.actions import one_line
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
-from console.tui.state import watch_state
+from console.tui.state import config_id_of, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.tick_box import TickBox
 
@@ -38,6 +38,7 @@ from console.tui.widgets.tick_box import TickBox
 FLAG_COLUMNS = (
     Col("flag", flex=True, min_width=14),
     Col("value"),
+    Col("from", optional=True),  # never cut; dropped whole on a narrow terminal
     Col("type", flex=True, min_width=4),
     Col("default", flex=True, min_width=7),
 )
@@ -48,6 +49,23 @@ CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
 def matches(spec: FlagSpec, query: str) -> bool:
     q = query.lower().strip()
     return not q or q in spec.name or q in spec.help.lower() or q in spec.note.lower()
+
+
+def shown_value(row: FlagRow | None, current: FlagValue | None) -> tuple[str, str]:
+    """(value, where it comes from) for the table: the launch config's value, with what
+    the engine reports beside it when the two differ; else the engine's own effective
+    value (block size, budget, context length it chose itself); else the default. Never
+    an empty "-" for a value some source knows."""
+    if row is None:
+        return value_text(current), "launch config" if current is not None else ""
+    if row.current is not None:
+        text = value_text(row.current)
+        if row.differs:
+            return f"{text} (engine: {value_text(row.effective)})", "launch config"
+        return text, "engine" if row.effective is not None else "launch config"
+    if row.effective is not None:
+        return value_text(row.effective), "engine"
+    return "", "default"
 
 
 class FlagsScreen(ViewScreen):
@@ -88,17 +106,31 @@ class FlagsScreen(ViewScreen):
         ):
             self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
         self.view: FlagView | None = None
+        self._config_id = config_id_of(self.session.status)  # the last status's config
         watch_state(self, "lifecycle", self._maybe_reload)
         # The engine's reported values arrive after it is ready; show them when they do.
         watch_state(self, "server_info", lambda _=None: self._load())
+        # An action (apply, rollback, start) ending changes what is current even when no
+        # lifecycle event reached this screen while it ran.
+        watch_state(self, "running", lambda running: None if running else self._load())
+        # A `specconsole set` or `rollback` from another shell writes a new launch config:
+        # the polled status carries it, so the table follows without a key press.
+        watch_state(self, "status", self._status_changed)
         self.query_one("#flag-table", DataTable).focus()
         self._load()
 
     # -- data ---------------------------------------------------------------------
 
     def _maybe_reload(self, event) -> None:
-        if event is not None and event.state in ("ready", "failed") and not self.session.running:
+        if event is not None and event.state in ("ready", "failed"):
             self._load()
+
+    def _status_changed(self, status) -> None:
+        config_id = config_id_of(status)
+        if config_id != self._config_id:
+            self._config_id = config_id
+            if config_id is not None:
+                self._load()
 
     @work(group="flags-load", exclusive=True, exit_on_error=False, description="flags")
     async def _load(self) -> None:
@@ -130,12 +162,16 @@ class FlagsScreen(ViewScreen):
         keep = self.selected
         rows = []
         for spec in self._rows():
-            value = value_text(self.current.get(spec.name))
+            row = self.view.row(spec.name) if self.view is not None else None
+            value, source = shown_value(row, self.current.get(spec.name))
             if spec.name in self.staged:
                 new = self.staged[spec.name]
                 value = f"{value or '-'} → {new if new is not None else '(default)'}"
             rows.append(
-                ((spec.name, value or "-", kind_text(spec), spec.default or "-"), spec.name)
+                (
+                    (spec.name, value or "-", source, kind_text(spec), spec.default or "-"),
+                    spec.name,
+                )
             )
         table.set_rows(rows)
         table.border_title = (

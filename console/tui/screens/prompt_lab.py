@@ -27,9 +27,11 @@ from console.errors import ConsoleError
 from console.measure.numbers import parse_count as positive_int
 from console.measure.prompts import PromptLibrary
 from console.measure.records import RequestSample
+from console.measure.round_curve import RoundCurve, sample_curve
 from console.tui import keys
 from console.tui.messages import ActionProgress, ActionRefused, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen
+from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.form import field
 from console.tui.widgets.tick_box import TickBox
@@ -62,10 +64,44 @@ def result_row(s: RequestSample) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+LOOP_SLOT = 4  # the theme's warning colour: looping windows stand out on both curves
+
+
+def curve_series(curve: RoundCurve) -> dict[str, list[ChartSeries]]:
+    """The per-round curve's two charts against context: commit length and step time per
+    window (points joined in order, since the windows tile one request), the rolling mean,
+    and the looping windows marked, since commit there is repetition, not drafting."""
+    windows = curve.windows
+    out: dict[str, list[ChartSeries]] = {}
+    for name, get, rolling in (
+        ("commit", lambda w: w.commit, lambda w: w.commit_rolling),
+        ("step", lambda w: w.step_s * 1000, lambda w: w.step_rolling_s * 1000),
+    ):
+        series = [
+            ChartSeries(f"per {curve.bin_tokens} tokens", [(w.context, get(w)) for w in windows],
+                        markers=True, slot=0),
+            ChartSeries(f"rolling ({curve.smooth})", [(w.context, rolling(w)) for w in windows],
+                        slot=1),
+        ]  # fmt: skip
+        looping = [(w.context, get(w)) for w in windows if w.looping]
+        if looping:
+            series.append(
+                ChartSeries("looping output", looping, markers=True, lines=False, slot=LOOP_SLOT)
+            )
+        out[name] = series
+    return out
+
+
 class PromptLabScreen(ViewScreen):
     BINDINGS = keys.bindings("prompt")
     KEY_SCOPE = "prompt"
     HOME = "#lab-results"
+    # Only the curve row is styled here; it stays hidden until a request reports rounds.
+    DEFAULT_CSS = """
+    PromptLabScreen #lab-curve { height: 2fr; min-height: 10; max-height: 18; display: none; }
+    PromptLabScreen #lab-curve.-shown { display: block; }
+    PromptLabScreen #lab-curve Chart { width: 1fr; height: 100%; border: round $foreground 30%; }
+    """
 
     def compose_body(self) -> ComposeResult:
         types = [(t, t) for t in PromptLibrary.builtin().types] + [("typed prompt", TYPED)]
@@ -83,6 +119,11 @@ class PromptLabScreen(ViewScreen):
             yield ProgressBar(total=1, show_eta=False, id="lab-progress")
             yield Static("", id="lab-note")
         yield FittedTable(RESULT_COLUMNS, id="lab-results", show_cursor=False, zebra_stripes=True)
+        hz = self.session.settings.chart_hz
+        with Horizontal(id="lab-curve"):
+            # x is said in the titles: a row of x label costs a chart a quarter of its plot.
+            yield Chart("commit per round vs context", hz=hz, id="lab-curve-commit")
+            yield Chart("step ms vs context", hz=hz, id="lab-curve-step")
         yield TextArea("", id="lab-output", read_only=True)
 
     def on_mount(self) -> None:
@@ -165,4 +206,18 @@ class PromptLabScreen(ViewScreen):
         output = self.query_one("#lab-output", TextArea)
         output.load_text(last.text if last else "")
         run = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
-        self.query_one("#lab-note", Static).update(Text(f"{len(result.samples)} request(s), {run}"))
+        note = f"{len(result.samples)} request(s), {run}"
+        curve = sample_curve(last) if last is not None else None
+        note += "; " + (curve.summary() if curve is not None else "no per-round figures")
+        self.query_one("#lab-note", Static).update(Text(note))
+        self.show_curve(curve)
+
+    def show_curve(self, curve: RoundCurve | None) -> None:
+        """Draw the last request's per-round curve; hide the row where there is none."""
+        row = self.query_one("#lab-curve")
+        row.set_class(curve is not None and bool(curve.windows), "-shown")
+        if curve is None or not curve.windows:
+            return
+        lines = curve_series(curve)
+        self.query_one("#lab-curve-commit", Chart).set_series(lines["commit"])
+        self.query_one("#lab-curve-step", Chart).set_series(lines["step"])

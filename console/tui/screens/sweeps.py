@@ -21,8 +21,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, ProgressBar, Select, Static
 
 from console.errors import ConsoleError
+from console.measure import breakeven
 from console.measure import format as fmt
 from console.measure.decompose import FitError, ThroughputModel, fit
+from console.measure.intervals import Interval
 from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.numbers import parse_count as positive_int
 from console.measure.numbers import parse_counts as int_list
@@ -59,13 +61,26 @@ def type_list(text: str) -> list[str]:
     return names
 
 
-def point_series(points: list[PointSummary], x_of, y_of) -> list[ChartSeries]:
-    """One line per text type, x by `x_of(point)`, y the pooled `y_of(point.pooled)`."""
-    by_type: dict[str, list[tuple[float, float]]] = {}
+def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> list[ChartSeries]:
+    """One series per text type, x by `x_of(point)`, y the pooled `y_of(point.pooled)`:
+    each sweep point a marker with its 95% interval as a bar, joined in x order, so four
+    measured points never read as a dense curve."""
+    by_type: dict[str, list[tuple[float, Interval]]] = {}
     for p in points:
         if p.pooled is not None:
-            by_type.setdefault(p.text_type, []).append((float(x_of(p)), y_of(p.pooled).value))
-    return [ChartSeries(kind, sorted(pts)) for kind, pts in sorted(by_type.items())]
+            by_type.setdefault(p.text_type, []).append((float(x_of(p)), y_of(p.pooled)))
+    out = []
+    for kind, pts in sorted(by_type.items()):
+        pts.sort(key=lambda item: item[0])
+        out.append(
+            ChartSeries(
+                kind,
+                [(x, iv.value * scale) for x, iv in pts],
+                markers=True,
+                spread=[(iv.low * scale, iv.high * scale) for _, iv in pts],
+            )
+        )
+    return out
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
@@ -87,10 +102,49 @@ def verdict_text(verdict: Judgement, source: str) -> Text:
     return text
 
 
+BREAKEVEN_RUNS = 3  # the newest break-even runs shown
+
+
+def breakeven_text(runs: list) -> Text:
+    """Each stored break-even run: which run, when, on which flags, and its table."""
+    text = Text()
+    for run in runs:
+        rows = breakeven.stored_rows(run.summary)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.started_at))
+        text.append(f"run {run.id}  {when}  flags {run.info.flags_hash}  {run.status}\n",
+                    style="bold")  # fmt: skip
+        if not rows:
+            text.append("  no table (the run did not finish)\n")
+            continue
+        text.append("\n".join(breakeven.table_lines(rows)) + "\n")
+    return text
+
+
+def breakeven_line(run) -> str:
+    """The newest break-even run in one line: where speculation pays, by how much."""
+    rows = breakeven.stored_rows(run.summary)
+    if not rows:
+        return f"break-even run {run.id}: no table (the run did not finish)"
+    cells = ", ".join(f"ctx {r.context} x{r.speedup.value:.2f}" for r in rows)
+    paying = [r.context for r in rows if r.pays]
+    verdict = f"pays up to ctx {max(paying)}" if paying else "does not pay at any context"
+    return f"break-even run {run.id}: speculation {verdict} ({cells}); taller window: table"
+
+
 class SweepsScreen(ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
+    # Only the break-even panel is styled here; it stays hidden while there are no runs,
+    # and below 40 rows (the base screen's "-tall" size class) it is one line instead.
+    DEFAULT_CSS = """
+    SweepsScreen #breakeven-panel { height: auto; max-height: 12; display: none; }
+    SweepsScreen #breakeven-line { height: 1; padding: 0 1; display: none; }
+    SweepsScreen.-breakeven.-tall #breakeven-panel { display: block; }
+    SweepsScreen.-breakeven #breakeven-line { display: block; }
+    SweepsScreen.-breakeven.-tall #breakeven-line { display: none; }
+    SweepsScreen #breakeven-text { width: auto; }
+    """
 
     def compose_body(self) -> ComposeResult:
         kinds = [("context", "context"), ("output", "output")]  # under the label "sweep"
@@ -130,6 +184,12 @@ class SweepsScreen(ViewScreen):
                     yield from inline_field("b. text", "type", "v-baseline-text")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
+        # Stored break-even runs (`specconsole breakeven`), apart from the verdict panel:
+        # at which context speculation stops paying, per run, with intervals.
+        with VerticalScroll(id="breakeven-panel", classes="panel"):
+            yield Static("", id="breakeven-text")
+        # Below 40 rows the table would squeeze the sweep's points and verdict: one line.
+        yield Static("", id="breakeven-line")
 
     def on_mount(self) -> None:
         self.model: ThroughputModel | None = None
@@ -147,7 +207,30 @@ class SweepsScreen(ViewScreen):
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
+        title = "break-even runs (specconsole breakeven): commit needed vs measured per context"
+        self.query_one("#breakeven-panel").border_title = title
         self._load_stored_model()
+        self._load_breakeven()
+
+    def on_screen_resume(self) -> None:
+        # `specconsole breakeven` runs from a shell: look again whenever the view shows.
+        self._load_breakeven()
+
+    @work(group="sweep-breakeven", exclusive=True, exit_on_error=False)
+    async def _load_breakeven(self) -> None:
+        session = self.session
+        if session.service is None:
+            return
+        try:
+            runs = await session.run_store().runs(
+                host=session.service.profile.name, method=breakeven.METHOD, limit=BREAKEVEN_RUNS
+            )
+        except Exception:
+            return  # no history yet: nothing to show
+        self.set_class(bool(runs), "-breakeven")
+        if runs:
+            self.query_one("#breakeven-text", Static).update(breakeven_text(runs))
+            self.query_one("#breakeven-line", Static).update(breakeven_line(runs[0]))
 
     def action_leave_field(self) -> None:
         self.leave_form()
@@ -301,10 +384,7 @@ class SweepsScreen(ViewScreen):
         for selector, get, scale in charts:
             chart = self.query_one(selector, Chart)
             chart.x_label = x_label
-            lines = point_series(points, x_of, get)
-            chart.set_series(
-                [ChartSeries(s.label, [(x, y * scale) for x, y in s.points]) for s in lines]
-            )
+            chart.set_series(point_series(points, x_of, get, scale))
         rows = [
             ((p.text_type, str(int(x_of(p))), str(p.n),
               fmt.interval(p.pooled and p.pooled.tok_s, fmt.TOK_S),

@@ -8,7 +8,7 @@ and plotext 6's public API (`figure.clear/plot_size/signal/draw/build`) gives th
 
 plotext 6 offers one public figure (`plotext.figure`); every chart is drawn into it and
 taken out as a string, under a lock, so two charts never interleave. Points are
-downsampled to twice the width (braille dots per cell) first: a build then costs a few
+downsampled to one per column first: a build then costs a few
 milliseconds whatever the history length, which keeps it cheap enough for the UI thread.
 """
 
@@ -26,18 +26,51 @@ from rich.text import Text
 
 _LOCK = threading.Lock()
 # plotext's braille dots (U+2801-U+28FF; U+2800 is the blank pattern)
-_BRAILLE_RUN = re.compile("[\u2801-\u28ff]+")
 _SGR = re.compile("\x1b\\[[0-9;]*m")  # the resets plotext writes even uncoloured
 
 RGB = tuple[int, int, int]
 
 
+# The marker a sparse point is drawn with: a whole cell, so one sweep point or one
+# measured request reads as a point and not as a dot lost in a line.
+POINT_MARKER = "●"
+# what a series draws (braille dots, point markers): coloured in the one-series fast path
+_DRAWN_RUN = re.compile(f"[\u2801-\u28ff{POINT_MARKER}]+")
+
+
 @dataclass(frozen=True)
 class ChartSeries:
-    """One line: a label (shown in the legend when there are several) and (x, y) points."""
+    """One series: a label (shown in the legend when there are several) and (x, y) points.
+
+    `markers`: draw each point as a marker, for sparse points (sweep points, measured
+    requests) that a line would make look like a dense measurement.
+    `lines`: join consecutive points (off for points that are separate measurements).
+    `spread`: (low, high) per point, drawn as a vertical bar through it.
+    `gap`: consecutive points further apart in x than this are not joined, so minutes
+    without traffic show as a gap, not as a gradual change that never happened.
+    """
 
     label: str
     points: Sequence[tuple[float, float]]
+    markers: bool = False
+    lines: bool = True
+    spread: Sequence[tuple[float, float]] | None = None
+    gap: float | None = None
+    slot: int | None = None  # which theme colour; fixed per meaning so legends agree
+
+
+Points = Sequence[tuple[float, float]]
+
+
+def segments(points: Points, gap: float | None) -> list[list[tuple[float, float]]]:
+    """`points` (in x order) cut wherever two neighbours are more than `gap` apart."""
+    out: list[list[tuple[float, float]]] = []
+    for point in points:
+        if not out or (gap is not None and point[0] - out[-1][-1][0] > gap):
+            out.append([point])
+        else:
+            out[-1].append(point)
+    return out
 
 
 def downsample(points: Sequence[tuple[float, float]], max_points: int) -> list[tuple[float, float]]:
@@ -60,6 +93,41 @@ def downsample(points: Sequence[tuple[float, float]], max_points: int) -> list[t
     ]
 
 
+def legend_entry(text: Text, s: ChartSeries, color: RGB) -> None:
+    """`━━ label` for a line, `● label` for points: the mark the chart draws it with."""
+    r, g, b = color
+    mark = "━━" if s.lines and not s.markers else POINT_MARKER
+    text.append(f"  {mark} ", style=f"rgb({r},{g},{b})")
+    text.append(s.label)
+
+
+def _draw_series(fig, s: ChartSeries, width: int, color: RGB | None) -> None:
+    # Spread bars first, so the point's marker sits on top of its bar.
+    for (x, _), (low, high) in zip(s.points, s.spread or (), strict=False):
+        if all(math.isfinite(v) for v in (x, low, high)) and high > low:
+            fig.draw(fig.segment([x, x], [low, high], marker=plotext.marker("braille", color)))
+    clean = sorted((x, y) for x, y in s.points if math.isfinite(x) and math.isfinite(y))
+    parts = segments(clean, s.gap)
+    total = max(1, len(clean))
+    for part in parts:
+        if s.markers:
+            points = part  # sparse by definition: every point is shown as measured
+        else:
+            # Each run between gaps keeps its share of one point per column: the lines
+            # between them fill the braille dots, and plotext's cost follows the points
+            # (a live chart redraws every sample, so this is most of idle CPU).
+            points = downsample(part, max(2, width * len(part) // total))
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        if s.lines and len(points) > 1:
+            line = fig.signal(xs, ys, marker=plotext.marker("braille", color))
+            line.lines()
+            fig.draw(line)
+        if s.markers or len(points) == 1:
+            # A lone point between gaps would be one braille dot; a marker shows it.
+            fig.draw(fig.signal(xs, ys, marker=plotext.marker(POINT_MARKER, color)))
+
+
 def render_lines(
     series: Sequence[ChartSeries],
     width: int,
@@ -69,15 +137,18 @@ def render_lines(
     x_label: str = "",
     colors: Sequence[RGB] = ((78, 161, 211),),
     empty: str = "no data yet",
+    legend: bool | None = None,
 ) -> Text:
     """The chart as text of exactly `height` lines (axes and labels uncoloured, so the
-    widget's own foreground colour, i.e. the theme's, applies to them)."""
+    widget's own foreground colour, i.e. the theme's, applies to them). `legend`: a
+    line naming the series under the chart; by default when there are several (a
+    screen that shows one legend for several charts turns it off)."""
     if width < 12 or height < 5:
         return Text("")
     drawn = [s for s in series if s.points]
     # plotext's legend box sits inside the canvas and hides the first points; the legend
     # is a line of our own under the chart instead.
-    legend = len(drawn) > 1
+    legend = len(drawn) > 1 if legend is None else legend and bool(drawn)
     plot_height = height - 1 if legend else height
     with _LOCK:
         fig = plotext.figure
@@ -89,32 +160,26 @@ def render_lines(
         fig.title(title if drawn else f"{title} ({empty})" if title else empty)
         if x_label:
             fig.label(x_label, "x")
-        # One line: draw it uncoloured and colour its dots here, which skips parsing
-        # plotext's ANSI output (a third of a redraw); several lines need plotext's colours.
+        # One series: draw it uncoloured and colour its dots here, which skips parsing
+        # plotext's ANSI output (a third of a redraw); several need plotext's colours.
         single = len(drawn) == 1
         for i, s in enumerate(drawn):
-            points = downsample(s.points, max(2, 2 * width))
-            xs = [p[0] for p in points]
-            ys = [p[1] for p in points]
-            marker = plotext.marker("braille", None if single else colors[i % len(colors)])
-            signal = fig.signal(xs, ys, marker=marker)
-            if len(points) > 1:
-                signal.lines()
-            fig.draw(signal)
+            slot = i if s.slot is None else s.slot
+            color = None if single else colors[slot % len(colors)]
+            _draw_series(fig, s, width, color)
+        # No clear after the build: the next chart clears first, and a clear costs as
+        # much as a third of a small build.
         out = fig.build().string()
-        fig.clear()
     if drawn and len(drawn) == 1:
         text = Text(_SGR.sub("", out).rstrip("\n"), no_wrap=True, end="")
-        r, g, b = colors[0]
+        r, g, b = colors[(drawn[0].slot or 0) % len(colors)]
         style = f"rgb({r},{g},{b})"
-        for match in _BRAILLE_RUN.finditer(text.plain):
+        for match in _DRAWN_RUN.finditer(text.plain):
             text.stylize(style, match.start(), match.end())
     else:
         text = Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
     if legend:
         text.append("\n")
         for i, s in enumerate(drawn):
-            r, g, b = colors[i % len(colors)]
-            text.append("  ━━ ", style=f"rgb({r},{g},{b})")
-            text.append(s.label)
+            legend_entry(text, s, colors[(i if s.slot is None else s.slot) % len(colors)])
     return text
