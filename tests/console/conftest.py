@@ -63,6 +63,14 @@ def ssh_profile_for(server: SSHServer, tmp_path: Path) -> SSHProfile:
 
 
 @pytest.fixture(autouse=True)
+def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # No test may read or write a user's real run history.
+    data = tmp_path / "data"
+    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
+    return data
+
+
+@pytest.fixture(autouse=True)
 def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # No test may read or write the developer's real profiles.
     cfg = tmp_path / "config"

@@ -19,6 +19,7 @@ from console.tui.app import SpecConsoleApp
 from console.tui.screens.modals import HostKeyScreen
 from console.tui.settings import TuiSettings
 from tests.tui import fakes
+from tests.tui.views import fill_history
 
 SIZE = (130, 42)
 
@@ -178,32 +179,12 @@ def test_sweeps_with_model_and_verdict(snap_compare) -> None:
 
 
 def test_history_compare(snap_compare, monkeypatch) -> None:
-    import asyncio
     import time
-
-    from console.measure.records import RunInfo
-    from console.store import RunStore
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
 
-    async def fill() -> None:
-        store = RunStore.default()
-        for i, (flags, scale) in enumerate(
-            (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
-        ):
-            info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
-                           params={"contexts": [64, 256, 512, 1024]}, flags=flags,
-                           started_at=fakes.T0 + 600 * i)  # fmt: skip
-            run_id = await store.start_run(info)
-            for s in fakes.sweep_samples():
-                await store.add_request(run_id, s.__class__(**{
-                    **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
-                    "step_time_s": s.step_time_s / scale}))  # fmt: skip
-            await store.finish_run(run_id, "complete", None)
-        store.close()
-
-    asyncio.run(fill())
+    fill_history()
     service = fakes.FakeService()
 
     async def run_before(pilot: Pilot) -> None:

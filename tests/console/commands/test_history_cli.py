@@ -19,13 +19,6 @@ from tests.console.factories import live_sample, request_sample, run_info
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
-
-
 def history(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "console.cli", "history", *args],

@@ -33,13 +33,6 @@ pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 FLAGS = {"skip-server-warmup": True}
 
 
-@pytest.fixture(autouse=True)
-def _data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
-
-
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "console.cli", *args],
@@ -130,7 +123,7 @@ def _samples_of_latest_run(db: Path) -> tuple[int, str, int] | None:
 
 
 def test_ctrl_c_mid_sweep_keeps_every_sample_and_marks_the_run_incomplete(
-    local_host: str, _data_dir: Path
+    local_host: str, _isolated_data: Path
 ) -> None:
     assert _cli("start", local_host, "--wait").returncode == 0
     proc = subprocess.Popen(
@@ -138,7 +131,7 @@ def test_ctrl_c_mid_sweep_keeps_every_sample_and_marks_the_run_incomplete(
          "--output", "32", "--repeat", "50"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
-    db = _data_dir / "history.sqlite"
+    db = _isolated_data / "history.sqlite"
     deadline = time.monotonic() + 120
     seen = None
     while time.monotonic() < deadline:

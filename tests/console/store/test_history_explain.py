@@ -19,13 +19,6 @@ from tests.console.measure.test_verdict import requests
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
-
-
 async def _run(store: RunStore, method: str, samples, t: float, kind: str = "", **params) -> int:
     info = RunInfo(host="gpu1", engine="builtin", method=method, params=params, flags={},
                    started_at=t, kind=kind)  # fmt: skip

@@ -24,14 +24,6 @@ from tests.console.factories import live_sample, request_sample, run_info
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # No test may read or write a user's real run history.
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
-
-
 def db_rows(path: Path, sql: str, *args: Any) -> list[sqlite3.Row]:
     with sqlite3.connect(path) as db:
         db.row_factory = sqlite3.Row

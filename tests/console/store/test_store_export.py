@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,13 +12,6 @@ from console.measure.records import LiveSample, RequestSample
 from console.store import RunStore, StoredRun, compare, export_csv, export_json
 from console.store.export import CSV_COLUMNS
 from tests.console.factories import live_sample, request_sample, run_info
-
-
-@pytest.fixture(autouse=True)
-def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
 
 
 async def store_run(

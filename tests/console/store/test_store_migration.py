@@ -13,14 +13,6 @@ from console.store import HistoryError, RunStore, default_history_path
 from console.store.schema import SCHEMA_VERSION
 from tests.console.factories import live_sample, request_sample, run_info
 
-
-@pytest.fixture(autouse=True)
-def _isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("SPECCONSOLE_DATA_DIR", str(data))
-    return data
-
-
 # The version-1 schema as it shipped; kept here verbatim so a later edit of the shipped
 # migration (instead of a new one) shows up as a difference from a fresh file.
 V1_DDL = """
