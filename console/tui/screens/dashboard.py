@@ -411,7 +411,7 @@ class DashboardScreen(ViewScreen):
         progress.update(progress=percent or 0)
         start_key = keys.display_keys(keys.BY_ID["start"], session.keymap)
         hints = {
-            "stopped": f"The engine is stopped. Press {start_key} to start it.",
+            "stopped": f"Press {start_key} to start it.",
             "failed": f"The engine failed. Press {start_key} to start it again, or s for "
             "the exit code, log lines and rollback.",
         }

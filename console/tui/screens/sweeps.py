@@ -23,18 +23,18 @@ from textual.widgets import Button, Input, ProgressBar, Select, Static
 from console.errors import ConsoleError
 from console.measure import breakeven
 from console.measure import format as fmt
-from console.measure.decompose import FitError, ThroughputModel, fit
+from console.measure.decompose import ThroughputModel
 from console.measure.intervals import Interval
-from console.measure.live_window import LiveWindow, explain_live, live_window
+from console.measure.live_window import LiveWindow
 from console.measure.numbers import parse_count as positive_int
 from console.measure.numbers import parse_counts as int_list
-from console.measure.records import RequestSample, flags_hash
 from console.measure.stats import PointSummary
-from console.measure.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
+from console.measure.verdict import Sweep
 from console.tui import keys
 from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
+from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.form import field, inline_field
@@ -83,25 +83,6 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
     return out
 
 
-def model_text(model: ThroughputModel, source: str) -> Text:
-    text = Text()
-    text.append(f"model from {source}\n", style="bold")
-    for line in model.describe():
-        text.append(line + "\n", style="italic" if line.startswith("note: ") else "")
-    return text
-
-
-def verdict_text(verdict: Judgement, source: str) -> Text:
-    """The verdict as the panel shows it: the same lines `specconsole diagnose` prints."""
-    style = {"physics": "bold green", "not physics": "bold red"}.get(verdict.outcome, "bold")
-    text = Text()
-    text.append(verdict.headline + "\n", style=style)
-    for line in verdict.text().splitlines()[1:]:
-        text.append(line + "\n")
-    text.append(f"(model from {source})", style="dim")
-    return text
-
-
 BREAKEVEN_RUNS = 3  # the newest break-even runs shown
 
 
@@ -131,7 +112,7 @@ def breakeven_line(run) -> str:
     return f"break-even run {run.id}: speculation {verdict} ({cells}); taller window: table"
 
 
-class SweepsScreen(ViewScreen):
+class SweepsScreen(VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
@@ -272,49 +253,6 @@ class SweepsScreen(ViewScreen):
         values["#sweep-kind"] = str(self.query_one("#sweep-kind", Select).value)
         save_form(self.session.host or "", "sweep", values)
 
-    # -- the stored model -------------------------------------------------------------
-
-    @work(group="sweep-model", exclusive=True, exit_on_error=False)
-    async def _load_stored_model(self) -> None:
-        session = self.session
-        if session.service is None:
-            return
-        # The newest sweep over two contexts or more with the flags in force: a one-context
-        # baseline run is a context sweep by method but no model ("No model yet").
-        config = session.status.config if session.status is not None else None
-        flags = flags_hash(dict(config.flags)) if config is not None else None
-        try:
-            run = await session.run_store().latest_sweep(
-                session.service.profile.name, flags_hash=flags
-            )
-        except Exception:
-            return  # no history yet: the verdict waits for a sweep
-        if run is None or self.model is not None:
-            return
-        try:
-            model = fit(run.requests)
-        except FitError:
-            return
-        from console.measure.stats import summarize
-
-        self._show_points(summarize(run.requests), "context")
-        self._set_model(
-            model, f"stored sweep run {run.id} (flags {run.info.flags_hash})", run.requests
-        )
-
-    def _set_model(
-        self, model: ThroughputModel, source: str, samples: tuple[RequestSample, ...] | list = ()
-    ) -> None:
-        self.model, self.model_source = model, source
-        host = self.session.service.profile.name if self.session.service else "HOST"
-        self.sweep = Sweep(tuple(samples), host, self._context_limit())
-        self.query_one("#verdict", Static).update(model_text(model, source))
-
-    def _context_limit(self) -> int | None:
-        info = self.session.server_info or {}
-        limit = info.get("context_length") or info.get("max_model_len")
-        return int(limit) if isinstance(limit, int | float) and limit > 0 else None
-
     # -- running --------------------------------------------------------------------
 
     def _params(self) -> tuple[str, dict]:
@@ -394,94 +332,7 @@ class SweepsScreen(ViewScreen):
         ]  # fmt: skip
         self.query_one("#sweep-points", FittedTable).set_rows(rows)
 
-    # -- verdict --------------------------------------------------------------------
-
-    def _number(self, selector: str, what: str, required: bool = True) -> float | None:
-        text = self.query_one(selector, Input).value.strip()
-        if not text:
-            if required:
-                raise ConsoleError(f"Give the {what} for the verdict.")
-            return None
-        try:
-            return float(text)
-        except ValueError:
-            raise ConsoleError(f"The {what} must be a number, not {text!r}.") from None
-
-    def action_explain(self) -> None:
-        if self.model is None or self.sweep is None:
-            self.notify(f"No model yet: run a context sweep first ({self.key_for('sweep-run')}).",
-                        severity="warning")  # fmt: skip
-            return
-        try:
-            verdict = self._verdict(self.model)
-        except ConsoleError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.query_one("#verdict", Static).update(verdict_text(verdict, self.model_source))
-        if verdict.offer_contexts:
-            # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
-            # runs exactly the sweep the verdict asks for.
-            self.query_one("#sweep-kind", Select).value = "context"
-            self.query_one("#sweep-contexts", Input).value = ",".join(
-                str(c) for c in verdict.offer_contexts
-            )
-            self.query_one("#sweep-types", Input).value = ",".join(verdict.offer_text_types)
-            repeat = self.query_one("#sweep-repeat", Input)
-            if not repeat.value.strip().isdigit() or int(repeat.value) < 3:
-                repeat.value = "3"  # one request a point gives the verdict no spread
-            self.notify("The verdict needs a sweep first: the contexts are filled in; ctrl+r "
-                        "runs it.", severity="warning")  # fmt: skip
-
-    def _verdict(self, model: ThroughputModel) -> Judgement:
-        sweep = self.sweep or Sweep(())
-        typed_text = self.query_one("#v-text", Input).value.strip()
-        b_text = self.query_one("#v-baseline-text", Input).value.strip() or None
-        for kind in (typed_text, b_text):
-            if kind and kind not in model.commit:
-                known = ", ".join(model.commit)
-                raise ConsoleError(f"The sweep has no {kind!r} text; it measured {known}.")
-        baseline = self._number("#v-baseline", "baseline tok/s", required=False)
-        b_context = self._number("#v-baseline-context", "baseline context", required=False)
-        if self._live is not None:
-            # The live window's own figures, as `specconsole diagnose` explains them.
-            return explain_live(
-                sweep, self._live, text_type=typed_text or None, baseline=baseline,
-                baseline_context=b_context, baseline_text=b_text,
-            ).verdict  # fmt: skip
-        observed = Observed.typed(
-            self._number("#v-observed", "observed tok/s") or 0.0,
-            self._number("#v-context", "context it was observed at") or 0.0,
-            typed_text or next(iter(model.commit)),
-        )
-        return judge(sweep, observed, typed_baseline(sweep, baseline, b_context, b_text))
-
-    def action_use_live(self) -> None:
-        """Observed figures from the live series' last minute (`measure.live_window`)."""
-        samples = self.session.live_samples
-        if not samples:
-            self.notify("No live samples yet: the dashboard's series has seen no decoding.")
-            return
-        window = live_window(samples, now=time.time())
-        if window is None:
-            self.notify("No live samples with figures in the last minute.", severity="warning")
-            return
-        observed, at = self.query_one("#v-observed", Input), self.query_one("#v-context", Input)
-        with observed.prevent(Input.Changed), at.prevent(Input.Changed):
-            observed.value = fmt.tok_s(window.tok_s)
-            at.value = f"{window.context:.0f}"
-        self._live = window
-        resembles = ""
-        if self.model is not None:
-            guess = guess_type(self.model, Observed.from_live(
-                window.pairs, tok_s=window.tok_s, commit=window.commit, step_s=window.step_s,
-                context=window.context))  # fmt: skip
-            kinds = " or ".join(guess.candidates) if guess and guess.candidates else "none swept"
-            resembles = f"; text resembles {kinds}"
-        self.notify(
-            f"Observed from {window.n} live samples "
-            f"(newest {fmt.age(time.time() - window.newest)}){resembles}."
-        )
-
+    # Here, not in VerdictPanel: Textual finds `@on` handlers only on its own classes.
     @on(Input.Changed, "#v-observed, #v-context")
     def _typed_observed(self) -> None:
         # A typed figure is not the live one: its commit and step no longer apply.

@@ -1,0 +1,181 @@
+"""The sweeps view's verdict panel: the stored model, the typed or live observed figure,
+and the verdict on it (`measure.verdict.judge`, the same as `specconsole diagnose`).
+
+A mixin of `SweepsScreen`, kept apart so the screen's sweep form and this panel each fit
+on a screen; it reads the widgets the screen composes (`#verdict`, `#v-*`, the sweep
+form it fills with an offered sweep).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import work
+from textual.widgets import Input, Select, Static
+
+from console.errors import ConsoleError
+from console.measure import format as fmt
+from console.measure.decompose import FitError, ThroughputModel, fit
+from console.measure.live_window import LiveWindow, explain_live, live_window
+from console.measure.records import RequestSample, flags_hash
+from console.measure.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
+
+
+def model_text(model: ThroughputModel, source: str) -> Text:
+    text = Text()
+    text.append(f"model from {source}\n", style="bold")
+    for line in model.describe():
+        text.append(line + "\n", style="italic" if line.startswith("note: ") else "")
+    return text
+
+
+def verdict_text(verdict: Judgement, source: str) -> Text:
+    """The verdict as the panel shows it: the same lines `specconsole diagnose` prints."""
+    style = {"physics": "bold green", "not physics": "bold red"}.get(verdict.outcome, "bold")
+    text = Text()
+    text.append(verdict.headline + "\n", style=style)
+    for line in verdict.text().splitlines()[1:]:
+        text.append(line + "\n")
+    text.append(f"(model from {source})", style="dim")
+    return text
+
+
+class VerdictPanel:
+    """The verdict half of the sweeps view (see the module docstring)."""
+
+    model: ThroughputModel | None
+    model_source: str
+    sweep: Sweep | None
+    _live: LiveWindow | None
+
+    # -- the stored model -------------------------------------------------------------
+
+    @work(group="sweep-model", exclusive=True, exit_on_error=False)
+    async def _load_stored_model(self) -> None:
+        session = self.session
+        if session.service is None:
+            return
+        # The newest sweep over two contexts or more with the flags in force: a one-context
+        # baseline run is a context sweep by method but no model ("No model yet").
+        config = session.status.config if session.status is not None else None
+        flags = flags_hash(dict(config.flags)) if config is not None else None
+        try:
+            run = await session.run_store().latest_sweep(
+                session.service.profile.name, flags_hash=flags
+            )
+        except Exception:
+            return  # no history yet: the verdict waits for a sweep
+        if run is None or self.model is not None:
+            return
+        try:
+            model = fit(run.requests)
+        except FitError:
+            return
+        from console.measure.stats import summarize
+
+        self._show_points(summarize(run.requests), "context")
+        self._set_model(
+            model, f"stored sweep run {run.id} (flags {run.info.flags_hash})", run.requests
+        )
+
+    def _set_model(
+        self, model: ThroughputModel, source: str, samples: tuple[RequestSample, ...] | list = ()
+    ) -> None:
+        self.model, self.model_source = model, source
+        host = self.session.service.profile.name if self.session.service else "HOST"
+        self.sweep = Sweep(tuple(samples), host, self._context_limit())
+        self.query_one("#verdict", Static).update(model_text(model, source))
+
+    def _context_limit(self) -> int | None:
+        info = self.session.server_info or {}
+        limit = info.get("context_length") or info.get("max_model_len")
+        return int(limit) if isinstance(limit, int | float) and limit > 0 else None
+
+    # -- verdict --------------------------------------------------------------------
+
+    def _number(self, selector: str, what: str, required: bool = True) -> float | None:
+        text = self.query_one(selector, Input).value.strip()
+        if not text:
+            if required:
+                raise ConsoleError(f"Give the {what} for the verdict.")
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise ConsoleError(f"The {what} must be a number, not {text!r}.") from None
+
+    def action_explain(self) -> None:
+        if self.model is None or self.sweep is None:
+            self.notify(f"No model yet: run a context sweep first ({self.key_for('sweep-run')}).",
+                        severity="warning")  # fmt: skip
+            return
+        try:
+            verdict = self._verdict(self.model)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one("#verdict", Static).update(verdict_text(verdict, self.model_source))
+        if verdict.offer_contexts:
+            # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
+            # runs exactly the sweep the verdict asks for.
+            self.query_one("#sweep-kind", Select).value = "context"
+            self.query_one("#sweep-contexts", Input).value = ",".join(
+                str(c) for c in verdict.offer_contexts
+            )
+            self.query_one("#sweep-types", Input).value = ",".join(verdict.offer_text_types)
+            repeat = self.query_one("#sweep-repeat", Input)
+            if not repeat.value.strip().isdigit() or int(repeat.value) < 3:
+                repeat.value = "3"  # one request a point gives the verdict no spread
+            self.notify("The verdict needs a sweep first: the contexts are filled in; ctrl+r "
+                        "runs it.", severity="warning")  # fmt: skip
+
+    def _verdict(self, model: ThroughputModel) -> Judgement:
+        sweep = self.sweep or Sweep(())
+        typed_text = self.query_one("#v-text", Input).value.strip()
+        b_text = self.query_one("#v-baseline-text", Input).value.strip() or None
+        for kind in (typed_text, b_text):
+            if kind and kind not in model.commit:
+                known = ", ".join(model.commit)
+                raise ConsoleError(f"The sweep has no {kind!r} text; it measured {known}.")
+        baseline = self._number("#v-baseline", "baseline tok/s", required=False)
+        b_context = self._number("#v-baseline-context", "baseline context", required=False)
+        if self._live is not None:
+            # The live window's own figures, as `specconsole diagnose` explains them.
+            return explain_live(
+                sweep, self._live, text_type=typed_text or None, baseline=baseline,
+                baseline_context=b_context, baseline_text=b_text,
+            ).verdict  # fmt: skip
+        observed = Observed.typed(
+            self._number("#v-observed", "observed tok/s") or 0.0,
+            self._number("#v-context", "context it was observed at") or 0.0,
+            typed_text or next(iter(model.commit)),
+        )
+        return judge(sweep, observed, typed_baseline(sweep, baseline, b_context, b_text))
+
+    def action_use_live(self) -> None:
+        """Observed figures from the live series' last minute (`measure.live_window`)."""
+        samples = self.session.live_samples
+        if not samples:
+            self.notify("No live samples yet: the dashboard's series has seen no decoding.")
+            return
+        window = live_window(samples, now=time.time())
+        if window is None:
+            self.notify("No live samples with figures in the last minute.", severity="warning")
+            return
+        observed, at = self.query_one("#v-observed", Input), self.query_one("#v-context", Input)
+        with observed.prevent(Input.Changed), at.prevent(Input.Changed):
+            observed.value = fmt.tok_s(window.tok_s)
+            at.value = f"{window.context:.0f}"
+        self._live = window
+        resembles = ""
+        if self.model is not None:
+            guess = guess_type(self.model, Observed.from_live(
+                window.pairs, tok_s=window.tok_s, commit=window.commit, step_s=window.step_s,
+                context=window.context))  # fmt: skip
+            kinds = " or ".join(guess.candidates) if guess and guess.candidates else "none swept"
+            resembles = f"; text resembles {kinds}"
+        self.notify(
+            f"Observed from {window.n} live samples "
+            f"(newest {fmt.age(time.time() - window.newest)}){resembles}."
+        )
