@@ -70,6 +70,9 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
                 seed=args.seed, timeout=args.timeout, tick=tick,
                 on_trial=None if args.json else _trial_line,
             )  # fmt: skip
+        if args.save:  # the table on screen and the JSON kept, from the same run
+            with open(args.save, "w") as fh:
+                json.dump(result.as_dict(), fh, indent=2, default=str)
         if args.json:
             print(json.dumps(result.as_dict(), indent=2, default=str))
         else:
@@ -129,4 +132,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust an unknown SSH host key without asking")  # fmt: skip
     p.add_argument("--json", action="store_true", help="machine-readable output only")
+    p.add_argument("--save", metavar="FILE", help="also write the JSON to FILE")
     p.set_defaults(func=cmd_bench_verdict)
