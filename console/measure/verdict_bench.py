@@ -61,7 +61,7 @@ from console.measure.verdict import Judgement, Observed, Outcome, Sweep, judge
 SMALL = 0.15  # a true effect within 15%: "not enough evidence" is not counted wrong
 PASSAGES = 2  # windows of each text every figure reads (the same ones everywhere)
 MIN_ROUNDS = 3  # reads of each passage per figure at least: two is the least to resample
-MAX_ROUNDS = 16  # and at most: ~3 minutes a run on two cores (all five scenarios)
+MAX_ROUNDS = 16  # and at most: ~4 minutes a run on two cores (all five scenarios)
 # Tokens per request: ~25 rounds on the bundled pair; a request costs mostly its prompt,
 # so more rounds a request average more timing noise almost for free (1800 + 240 fits
 # the bundled pair's 2048 context).
