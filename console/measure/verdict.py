@@ -32,7 +32,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from console.measure.decompose import MOVED, FitError, ThroughputModel, fit
-from console.measure.intervals import ChangeInterval, Interval, percentile, pool, usable
+from console.measure.intervals import (
+    ChangeInterval,
+    Interval,
+    passage,
+    percentile,
+    pool,
+    strata,
+    usable,
+)
 from console.measure.records import RequestSample
 
 Outcome = Literal["physics", "not physics", "not enough evidence"]
@@ -102,8 +110,15 @@ class Observed:
     ) -> Observed:
         return cls(tok_s, context, text_type, commit, step_s, (), tuple(pairs), "live")
 
-    def resample(self, rng: random.Random) -> tuple[float, float | None]:
-        """(tok/s, commit) of one bootstrap draw of the samples behind this figure."""
+    def resample(
+        self, rng: random.Random, *, by_passage: bool = False
+    ) -> tuple[float, float | None]:
+        """(tok/s, commit) of one bootstrap draw of the samples behind this figure;
+        `by_passage`: within each passage it read (see `paired`)."""
+        layers = strata(self.requests, passage) if by_passage else None
+        if layers is not None:
+            p = pool([s for layer in layers for s in rng.choices(layer, k=len(layer))])
+            return p.tok_s, p.commit
         if len(self.requests) >= 2:
             p = pool(rng.choices(self.requests, k=len(self.requests)))
             return p.tok_s, p.commit
@@ -183,6 +198,7 @@ class Judgement:
     lines: tuple[str, ...] = ()  # the arithmetic and notes, a line each
     model_contexts: tuple[float, float] | None = None
     sweep_requests: int = 0
+    paired: bool = False  # intervals resampled within passages (see `paired`)
 
     def factor(self, name: str) -> FactorRange | None:
         return next((f for f in self.factors if f.name == name), None)
@@ -207,6 +223,7 @@ class Judgement:
             "arithmetic": list(self.lines),
             "model_contexts": list(self.model_contexts) if self.model_contexts else None,
             "sweep_requests": self.sweep_requests,
+            "paired": self.paired,
         }
 
     def text(self) -> str:
@@ -329,6 +346,33 @@ def _split(
     )
 
 
+def paired(sweep: Sweep, observed: Observed, baseline: Observed | None) -> bool:
+    """Whether the figures read exactly the passages the sweep read at their points, each
+    passage at least twice everywhere.
+
+    Greedy decoding commits the same tokens in the same rounds on a passage every time,
+    so the model's figure at a point and a figure taken on the same passages share their
+    commit exactly: the passage-to-passage spread in commit (2.0-12.6 on the bundled pair)
+    cancels in the residual, and what is left to resample is timing, within each passage
+    (`intervals.strata`). Figures on other passages (live traffic, a typed prompt) keep
+    the plain bootstrap: there the passage spread is part of the uncertainty."""
+    groups: dict[tuple[str, float], set[str]] = {}
+    for g in sweep.groups():
+        if strata(g, passage) is None:
+            return False
+        groups[(g[0].text_type, round(g[0].decode_context or 0))] = {passage(s) for s in g}
+    for figure in (observed, baseline):
+        if figure is None:
+            continue
+        if len(figure.requests) < 2 or strata(figure.requests, passage) is None:
+            return False
+        keys = {(s.text_type, round(s.decode_context or 0)) for s in figure.requests}
+        swept = set().union(*(groups.get(k, set()) for k in keys))
+        if {passage(s) for s in figure.requests} != swept:
+            return False
+    return True
+
+
 def _interval(point: float, draws: list[float]) -> Interval:
     if not draws:
         return Interval(point, point, point)
@@ -345,20 +389,26 @@ def _draws(
     *,
     seed: int,
     resamples: int,
+    by_passage: bool = False,
 ) -> list[_Split]:
     """The split recomputed on `resamples` bootstrap draws: the sweep's requests resampled
     within each point (so every point stays in the fit), the model refitted, and the
-    observed and baseline figures redrawn from their own samples."""
+    observed and baseline figures redrawn from their own samples; `by_passage` (see
+    `paired`): every one of them within the passages it read."""
     rng = random.Random(seed)
-    groups = sweep.groups()
+    groups = [(strata(g, passage) if by_passage else None) or [g] for g in sweep.groups()]
     ctx, kind, b_ctx, b_kind = ctx_args
     out = []
     for _ in range(resamples):
-        drawn = [s for g in groups for s in rng.choices(g, k=len(g))]
+        drawn = [s for g in groups for layer in g for s in rng.choices(layer, k=len(layer))]
         try:
             model = fit(drawn)
-            obs, obs_c = observed.resample(rng)
-            base, base_c = baseline.resample(rng) if baseline is not None else (None, None)
+            obs, obs_c = observed.resample(rng, by_passage=by_passage)
+            base, base_c = (
+                baseline.resample(rng, by_passage=by_passage)
+                if baseline is not None
+                else (None, None)
+            )
             commits = (obs_c if observed.n >= 2 else None, base_c)
             out.append(_split(model, obs, ctx, kind, base, b_ctx, b_kind, commits))
         except (FitError, ZeroDivisionError):
@@ -564,8 +614,9 @@ def _one(
                baseline.commit if baseline is not None else None)  # fmt: skip
     point = _split(model, observed.tok_s, observed.context, kind,
                    baseline.tok_s if baseline else None, b_ctx, b_kind, commits)  # fmt: skip
+    by_passage = paired(sweep, observed, baseline)
     draws = _draws(sweep, observed, baseline, (observed.context, kind, b_ctx, b_kind),
-                   seed=seed, resamples=resamples)  # fmt: skip
+                   seed=seed, resamples=resamples, by_passage=by_passage)  # fmt: skip
     pred = model.predict(observed.context, kind)
     factors = (
         FactorRange("context", _interval(point.context, [d.context for d in draws]),
@@ -578,6 +629,9 @@ def _one(
     check = _baseline_check(model, baseline, b_ctx, b_kind, point, draws)
     expected = _interval(point.expected, [d.expected for d in draws])
     lines = _arithmetic(model, observed, baseline, kind, b_ctx, b_kind, factors, expected, pred)
+    if by_passage:
+        lines.append("paired by passage: the figures read the sweep's passages, so intervals "
+                     "resample timing within each passage")  # fmt: skip
     if check is not None and check.moved:
         lines.append(f"baseline check: {check.detail} ({check.text()}): the sweep may not "
                      "describe the baseline's engine or host load")  # fmt: skip
@@ -590,7 +644,7 @@ def _one(
     outcome, reasons = _outcome(_hard_gaps(sweep, check), factors[2], commit)
     j = replace(base, outcome=outcome, text_type=kind, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
-                reasons=tuple(reasons), commit_check=commit)  # fmt: skip
+                reasons=tuple(reasons), commit_check=commit, paired=by_passage)  # fmt: skip
     return replace(j, headline=_headline(j))
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from console.measure.decompose import fit
 from console.measure.records import RequestSample
-from console.measure.verdict import OUTCOMES, Observed, Sweep, judge
+from console.measure.verdict import OUTCOMES, Observed, Sweep, judge, paired
 
 OUTPUT = 64
 COMMIT = {"code": 3.6, "prose": 2.4}
@@ -176,3 +176,40 @@ def test_a_commit_collapse_hidden_by_cheaper_rounds_is_not_physics() -> None:
     assert j.outcome == "not physics", j.text()
     assert j.commit_check is not None and j.commit_check.ratio.high < 0.5
     assert "commit length is" in j.headline
+
+
+def _passages(kind: str, ctx: int, reads: int, rng: random.Random) -> list[RequestSample]:
+    """Two passages of very different commit (as on the bundled pair), each read `reads`
+    times: greedy decoding commits the same on a passage every time, only timing varies."""
+    out = []
+    for p, commit in enumerate((COMMIT[kind] * 0.5, COMMIT[kind] * 2.5)):
+        for s in requests(kind, ctx, reads, rng=rng, commit={kind: commit}):
+            out.append(RequestSample.from_dict({**s.as_dict(), "prompt_id": f"{kind}@{ctx}#{p}"}))
+    return out
+
+
+def test_figures_on_the_sweeps_passages_are_paired_and_resampled_within_them() -> None:
+    rng = random.Random(3)
+    samples = [s for c in (64, 1024) for k in ("code", "prose") for s in _passages(k, c, 3, rng)]
+    sweep = Sweep(tuple(samples), host="gpu1", context_limit=2048)
+    after = Observed.from_requests(_passages("code", 1024, 3, rng))
+    before = Observed.from_requests(_passages("code", 64, 3, rng))
+    assert paired(sweep, after, before)
+    j = judge(sweep, after, before)
+    assert j.paired and j.outcome == "physics", j.text()
+    assert j.commit_check is not None and j.commit_check.ratio.value == pytest.approx(1.0)
+    assert any("paired by passage" in line for line in j.lines)
+    # Other passages (or one read each) keep the plain bootstrap, and its wider interval.
+    other = Observed.from_requests(requests("code", 1024, 6, rng=rng))
+    assert not paired(sweep, other, before)
+    assert not judge(sweep, other, before).paired
+    unpaired = judge(Sweep(tuple(requests_any(samples))), after, before)
+    assert not unpaired.paired
+    assert (unpaired.factor("residual").ratio.rel_half_width
+            > j.factor("residual").ratio.rel_half_width)  # fmt: skip
+
+
+def requests_any(samples: list[RequestSample]) -> list[RequestSample]:
+    """The same sweep with every request on a passage of its own."""
+    return [RequestSample.from_dict({**s.as_dict(), "prompt_id": f"{s.prompt_id}.{i}"})
+            for i, s in enumerate(samples)]  # fmt: skip

@@ -1,0 +1,136 @@
+"""`specconsole bench verdict [HOST]`: how often is the verdict right on a real engine?
+
+Thin over `console.measure.verdict_bench`: scenarios whose true cause is known (the same
+engine twice, context growth, a text change, speculation off, a smaller tree budget),
+each `--runs` times; prints accuracy per scenario and the false-alarm rate, or `--json`.
+The engine is restarted for the flag scenarios and always ends on its original flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
+from console.commands.measure import _progress, _session
+from console.commands.web import bench_parser
+from console.measure.sample_size import SampleTarget
+from console.measure.verdict_bench import (
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+    OUTPUT,
+    PASSAGES,
+    SCENARIOS,
+    SMALL,
+    TARGET_REL,
+    BenchResult,
+    Trial,
+    run_bench,
+)
+from console.service import EngineService
+
+
+def print_bench(result: BenchResult) -> None:
+    p = result.params
+    t = p["sample_target"]
+    for line in result.table():
+        print(line)
+    state = "restored" if result.restored else "NOT restored"
+    print(
+        f"  {p['runs']} run(s) per scenario; each run refits the model from its own sweep "
+        f"(contexts {', '.join(map(str, p['sweep_contexts']))}; "
+        f"{', '.join(p['sweep_text_types'])}) and measures both sides again; every figure "
+        f"reads the same {t['passages']} passages, in rounds until its tok/s interval is "
+        f"within ± {t['target_rel']:.0%} ({t['min_repeat']}-{t['max_repeat']} rounds), "
+        f"{p['output_tokens']} tokens a request. True effect = after / before pooled "
+        f"tok/s; 'not enough evidence' counts as right when it is within {SMALL:.0%}."
+    )
+    print(f"  original flags {state}; took {result.seconds:.0f} s")
+
+
+def _trial_line(trial: Trial) -> None:
+    effect = "-" if trial.effect is None else f"{trial.effect:+.0%}"
+    mark = "right" if trial.right else "WRONG"
+    err(f"  run {trial.run + 1} {trial.scenario}: {trial.outcome} ({mark}; true effect "
+        f"{effect}) {trial.headline}")  # fmt: skip
+
+
+async def cmd_bench_verdict(args: argparse.Namespace) -> int:
+    # A benchmark of the verdict, not of the engine: its sweeps stay out of history (where
+    # they would become the latest sweep a later `diagnose` explains with) unless asked.
+    args.no_store = not args.store
+
+    async def body(service: EngineService) -> int:
+        session = _session(service, args)
+        with _progress(args, "verdict benchmark") as tick:
+            result = await run_bench(
+                session, scenarios=args.scenarios, runs=args.runs, output_tokens=args.output,
+                target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
+                                    max_repeat=args.max_rounds, passages=PASSAGES),
+                seed=args.seed, timeout=args.timeout, tick=tick,
+                on_trial=None if args.json else _trial_line,
+            )  # fmt: skip
+        if args.save:  # the table on screen and the JSON kept, from the same run
+            with open(args.save, "w") as fh:
+                json.dump(result.as_dict(), fh, indent=2, default=str)
+        if args.json:
+            print(json.dumps(result.as_dict(), indent=2, default=str))
+        else:
+            print_bench(result)
+        if not result.restored:
+            err(f"The engine on {args.host} is not on its original flags; see above.")
+            return EXIT_FAILED
+        return 0
+
+    return await with_service(args, body)
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {unknown[0] if unknown else text!r}; choose from "
+            f"{', '.join(SCENARIOS)}"
+        )
+    return names
+
+
+def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
+    """Add `bench verdict [HOST]` to the shared `bench` group."""
+    p = bench_parser(sub).add_parser(
+        "verdict",
+        help="How often the verdict is right, on scenarios whose cause is known.",
+        description="Run scenarios whose true cause is known by construction on HOST's "
+        f"engine ({', '.join(SCENARIOS)}) and report per scenario how often the verdict "
+        "is right, and the false-alarm rate. Restarts the engine for the flag scenarios; "
+        "it always ends on its original flags.",
+    )
+    p.add_argument("host", nargs="?", default="local", help="profile or host (default local)")
+    p.add_argument("--runs", type=int, default=5, help="runs per scenario (default 5)")
+    p.add_argument(
+        "--scenarios", type=_names, default=list(SCENARIOS),
+        help=f"comma-separated, default all: {','.join(SCENARIOS)}",
+    )  # fmt: skip
+    p.add_argument("--output", type=int, default=OUTPUT, help=f"output tokens (default {OUTPUT})")
+    p.add_argument(
+        "--target",
+        type=float,
+        default=TARGET_REL,
+        help=f"rounds go on until every figure's tok/s interval is within this "
+        f"(default {TARGET_REL})",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=int,
+        default=MAX_ROUNDS,
+        help=f"reads of each passage per figure at most (default {MAX_ROUNDS})",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
+    p.add_argument("--store", action="store_true", help="keep the sweeps in history")
+    p.add_argument("--accept-new-host-key", action="store_true",
+                   help="trust an unknown SSH host key without asking")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="machine-readable output only")
+    p.add_argument("--save", metavar="FILE", help="also write the JSON to FILE")
+    p.set_defaults(func=cmd_bench_verdict)

@@ -1,0 +1,66 @@
+"""`bench verdict` on the real bundled engine: one run of two cheap scenarios (one with a
+flag restart) gives the table and JSON shapes, and the engine ends on its own flags."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from console.cli import build_parser
+from console.config import HostProfile, LaunchProfile
+from console.measure.sample_size import SampleTarget
+from console.measure.session import MeasureSession
+from console.measure.verdict_bench import OUTPUT, SCENARIOS, run_bench
+from tests.console.conftest import engine_service
+from tests.console.sshd import free_port
+
+pytest.importorskip("engine.serve.app", reason="engine server not available")
+
+
+def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
+    args = build_parser().parse_args(["bench", "verdict"])
+    assert (args.host, args.runs, args.scenarios, args.output) == (
+        "local", 5, list(SCENARIOS), OUTPUT,
+    )  # fmt: skip
+    args = build_parser().parse_args(["bench", "verdict", "gpu1", "--scenarios", "null,text"])
+    assert (args.host, args.scenarios) == ("gpu1", ["null", "text"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "verdict", "--scenarios", "nope"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.asyncio
+async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
+    tmp_path: Path,
+) -> None:
+    profile = HostProfile(
+        name="bench-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
+        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
+    )  # fmt: skip
+    async with engine_service(profile, start=True) as service:
+        original = dict((await service.current_config()).flags)
+        result = await run_bench(
+            MeasureSession(service), scenarios=["null", "tree-budget"], runs=1,
+            output_tokens=32, target=SampleTarget(0.05, max_repeat=2, min_repeat=2, passages=2),
+        )  # fmt: skip
+        assert dict((await service.current_config()).flags) == original
+    assert result.restored and result.flags_after == original
+    assert [(t.scenario, t.truth) for t in result.trials] == [
+        ("null", "physics"), ("tree-budget", "not physics"),
+    ]  # fmt: skip
+    for t in result.trials:
+        assert t.outcome in ("physics", "not physics", "not enough evidence")
+        assert t.effect is not None and t.judgement["paired"]
+    data = json.loads(json.dumps(result.as_dict(), default=str))
+    assert [s["scenario"] for s in data["scenarios"]] == ["null", "tree-budget"]
+    assert set(data["scenarios"][0]) >= {"truth", "outcomes", "right", "accuracy", "true_effect"}
+    assert data["false_alarms"]["of"] == 1 and data["restored"] is True
+    assert data["params"]["changes"] == {"tree-budget": {"speculative-ddtree-budget": "3"}}
+    table = result.table()
+    assert table[0].split()[:2] == ["scenario", "truth"]
+    assert [line.split()[0] for line in table[2:4]] == ["null", "tree-budget"]
+    assert table[-1].startswith("false alarms")
