@@ -437,26 +437,11 @@ async def _one_run(
     sweep = Sweep(tuple(record.samples), service.profile.name, facts.context_limit)
     try:
         for s in chosen:
-            if s.changes is None:
-                continue
-            current = dict((await service.current_config()).flags)
-            changes = restore_changes(current, _changed(original, changed[s.name]))
-            session.note(f"restarting {service.profile.name} for {s.name}: {changed[s.name]}")
-            applied = await service.apply(await service.plan(changes), timeout=timeout)
-            if not applied.ok:
-                raise MeasureError(
-                    f"The engine did not come up for the {s.name} scenario "
-                    f"({applied.event.describe()}); its original flags are being restored."
-                )
-            async with service.action(f"a verdict benchmark run ({s.name})"):
-                await session.facts(refresh=True)  # the after side carries the new flags
-                await _warm(session, [s.after], output_tokens)
-                for r in range(target.max_repeat):
-                    for p in range(target.passages or 1):
-                        await side(s, "after", s.after, p)
-                    done = r + 1 >= target.min_repeat
-                    if done and _narrow([sides[(s.name, "after")]], target):
-                        break
+            if s.changes is not None:
+                sides[(s.name, "after")] = await _after_with_flags(
+                    session, s, _changed(original, changed[s.name]), changed[s.name],
+                    output_tokens=output_tokens, target=target, timeout=timeout, ticker=ticker,
+                )  # fmt: skip
     finally:
         if changed:
             await _finish_even_if_cancelled(_restore(session, original, last_good_before, timeout))
@@ -468,6 +453,44 @@ async def _one_run(
         effect = a / b - 1 if a and b else None
         out.append(_judged(s, run, effect, sweep, before, after, seed))
     return out
+
+
+async def _after_with_flags(
+    session: MeasureSession,
+    s: Scenario,
+    flags: dict[str, FlagValue],
+    change: dict[str, str | None],
+    *,
+    output_tokens: int,
+    target: SampleTarget,
+    timeout: float,
+    ticker: _Ticker,
+) -> list[RequestSample]:
+    """A flag scenario's "after" side: restart with its flags (through plan + apply, as
+    `set` does), then its requests until narrow enough. The caller restores the flags."""
+    service = session.service
+    current = dict((await service.current_config()).flags)
+    changes = restore_changes(current, flags)
+    session.note(f"restarting {service.profile.name} for {s.name}: {change}")
+    applied = await service.apply(await service.plan(changes), timeout=timeout)
+    if not applied.ok:
+        raise MeasureError(
+            f"The engine did not come up for the {s.name} scenario "
+            f"({applied.event.describe()}); its original flags are being restored."
+        )
+    after: list[RequestSample] = []
+    async with service.action(f"a verdict benchmark run ({s.name})"):
+        await session.facts(refresh=True)  # the after side carries the new flags
+        await _warm(session, [s.after], output_tokens)
+        for r in range(target.max_repeat):
+            for p in range(target.passages or 1):
+                spec = await session.spec(s.after.text_type, s.after.context, output_tokens,
+                                          index=p)  # fmt: skip
+                after.append(await session.measure(spec, None))
+                ticker.step()
+            if r + 1 >= target.min_repeat and _narrow([after], target):
+                break
+    return after
 
 
 def _narrow(figures: Sequence[Sequence[RequestSample]], target: SampleTarget) -> bool:
