@@ -97,11 +97,13 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
                 "Max tokens must be a whole number" in n.message
                 for n in app._notifications))  # fmt: skip
 
-            # Sweep: contexts 32,64,96 x code, 16 tokens out; charts, points, model.
+            # Sweep: contexts 32,512,1024 x code, 16 tokens out; charts, points, model. The
+            # contexts lie far apart: on a loaded host, three close ones can give a step line
+            # that falls with context, which the verdict rightly calls a measurement problem.
             await pilot.press("w")
             await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
             sweeps = app.screen
-            _set(app, "#sweep-contexts", "32,64,96")
+            _set(app, "#sweep-contexts", "32,512,1024")
             _set(app, "#sweep-outputs", "16")
             _set(app, "#sweep-types", "code")
             _set(app, "#sweep-repeat", "2")  # a verdict needs a spread to resample
@@ -113,9 +115,9 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             assert "step time =" in _text(app, "#verdict")
 
             # Verdict on a figure half of what the model predicts: not physics.
-            predicted = sweeps.model.predict(64, "code")
+            predicted = sweeps.model.predict(512, "code")
             _set(app, "#v-observed", f"{predicted / 2:.1f}")
-            _set(app, "#v-context", "64")
+            _set(app, "#v-context", "512")
             _set(app, "#v-text", "code")
             await pilot.press("ctrl+t")
             await _until(pilot, "verdict", lambda: "Not physics" in _text(app, "#verdict"))
