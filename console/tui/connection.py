@@ -9,6 +9,7 @@ the operator can pick again without restarting the console.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from console.config import HostProfile
 from console.errors import ConsoleError
 from console.hosts import resolve_host
 from console.service import EngineService
+from console.settings import ConsoleSettings
 from console.transport import HostKeyChanged, HostKeyInfo, Transport
 from console.tui.actions import one_line
 from console.tui.screens.connect import ConnectScreen
@@ -28,11 +30,13 @@ Connector = Callable[[HostProfile, Callable[[HostKeyInfo], Awaitable[bool]]], An
 
 
 def default_connector(
-    profile: HostProfile, confirm: Callable[[HostKeyInfo], Awaitable[bool]]
+    profile: HostProfile,
+    confirm: Callable[[HostKeyInfo], Awaitable[bool]],
+    settings: ConsoleSettings | None = None,
 ) -> tuple[EngineService, Transport]:
     # The session outlives any one block (it is closed on unmount), so the opened pair
     # is taken as it is rather than entered.
-    opened = EngineService.open(profile, confirm_host_key=confirm)
+    opened = EngineService.open(profile, confirm_host_key=confirm, settings=settings)
     return opened.service, opened.transport
 
 
@@ -40,6 +44,9 @@ class HostConnection:
     """Connects the app to one host; on success hands the session to `app.connected`."""
 
     def __init__(self, app: SpecConsoleApp, connector: Connector = default_connector) -> None:
+        if connector is default_connector:
+            # The TUI's settings (tui.toml) are the core's too: timeouts, backoff, polls.
+            connector = functools.partial(default_connector, settings=app.settings)
         self.app = app
         self._connector = connector
 
