@@ -136,7 +136,7 @@ class SweepsScreen(VerdictPanel, ViewScreen):
             )
             yield field("output tokens", Input("64", id="sweep-outputs"))
             yield field("text types", Input("code,prose", id="sweep-types"))
-            yield field("repeat", Input("1", id="sweep-repeat"))
+            yield field("repeat", Input("3", id="sweep-repeat"))
         with Horizontal(id="sweep-progress-row", classes="action-row"):
             for button_id, _key_id, label in BUTTONS:
                 variant = "primary" if button_id == "sweep-run-button" else "default"
