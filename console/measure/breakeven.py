@@ -369,18 +369,6 @@ class _Progress:
             self.tick(self.done, self.total)
 
 
-async def _start_record(session: MeasureSession, facts: Any, params: dict[str, Any]) -> RunRecord:
-    service = session.service
-    info = RunInfo(
-        host=service.profile.name, engine=service.profile.engine, method=METHOD,
-        params=params, flags=facts.flags, engine_version=facts.version,
-    )  # fmt: skip
-    record = RunRecord(info)
-    if session.store is not None:
-        record.run_id = await session.store.start_run(record.info)
-    return record
-
-
 async def _measure_arm(
     session: MeasureSession,
     record: RunRecord,
@@ -443,49 +431,46 @@ async def run_breakeven(
         "seed": seed,
         "off_changes": off_changes,
     }
-    store = session.store
-    record = await _start_record(session, facts, params)
+    info = RunInfo(
+        host=service.profile.name, engine=engine, method=METHOD, params=params,
+        flags=facts.flags, engine_version=facts.version,
+    )  # fmt: skip
     started = time.monotonic()
     progress = _Progress(2 * len(contexts) * repeat, tick)
-
-    async def arm(label: str, indices: Sequence[int]) -> str:
-        return await _measure_arm(
-            session, record, label, indices,
-            contexts=contexts, text_type=text_type, output_tokens=output_tokens,
-            progress=progress,
-        )  # fmt: skip
-
     before = [r for r in range(repeat) if r % 2 == 0]
     after = [r for r in range(repeat) if r % 2 == 1]
-    result = BreakevenResult(
-        run_id=record.run_id, rows=[], flags_before=original, flags_off=dict(plan_off.new.flags),
-        flags_after=None, off_changes=off_changes, params=params, seconds=0.0,
-    )  # fmt: skip
-    try:
-        result.spec_flags_hash = await arm("speculation on", before)
-        await _off_arm_then_restore(
-            session, plan_off, result, lambda: arm("speculation off", range(repeat)),
-            last_good_before=last_good_before, timeout=timeout,
+    async with session.recorded(info) as record:
+
+        async def arm(label: str, indices: Sequence[int]) -> str:
+            return await _measure_arm(
+                session, record, label, indices,
+                contexts=contexts, text_type=text_type, output_tokens=output_tokens,
+                progress=progress,
+            )  # fmt: skip
+
+        result = BreakevenResult(
+            run_id=record.run_id, rows=[], flags_before=original,
+            flags_off=dict(plan_off.new.flags), flags_after=None, off_changes=off_changes,
+            params=params, seconds=0.0,
         )  # fmt: skip
-        if after:
-            await arm("speculation on, after the restore", after)
-        result.rows = breakeven_rows(
-            record.samples, spec_hash=result.spec_flags_hash, ar_hash=result.ar_flags_hash,
-            seed=seed,
-        )  # fmt: skip
-        record.status = "complete"
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        record.status = "incomplete"
-        raise
-    except BaseException:
-        record.status = "failed" if not record.samples else "incomplete"
-        raise
-    finally:
-        result.seconds = time.monotonic() - started
-        result.samples, result.status = list(record.samples), record.status
-        if store is not None and record.run_id is not None:
-            # Shielded: a Ctrl-C must not stop the run being marked.
-            await asyncio.shield(store.finish_run(record.run_id, record.status, result.summary()))
+        try:
+            result.spec_flags_hash = await arm("speculation on", before)
+            await _off_arm_then_restore(
+                session, plan_off, result, lambda: arm("speculation off", range(repeat)),
+                last_good_before=last_good_before, timeout=timeout,
+            )  # fmt: skip
+            if after:
+                await arm("speculation on, after the restore", after)
+            result.rows = breakeven_rows(
+                record.samples, spec_hash=result.spec_flags_hash,
+                ar_hash=result.ar_flags_hash, seed=seed,
+            )  # fmt: skip
+        finally:
+            # What the run store keeps, whatever ended the block (`recorded` marks it).
+            result.seconds = time.monotonic() - started
+            result.samples = list(record.samples)
+            record.summary = result.summary()
+    result.status = record.status
     return result
 
 

@@ -250,8 +250,7 @@ class MeasureSession:
 
     @contextlib.asynccontextmanager
     async def run(self, method: str, params: dict[str, Any]) -> AsyncIterator[RunRecord]:
-        """Hold the service's action slot and record a run: complete when the block ends,
-        incomplete when it is cancelled or interrupted, failed on an error."""
+        """Hold the service's action slot and record a run (see `recorded`)."""
         async with self.service.action(f"a {method} run"):
             facts = await self.facts(refresh=True)
             info = RunInfo(
@@ -263,27 +262,36 @@ class MeasureSession:
                 engine_version=facts.version,
                 kind=self.run_kind,
             )
-            record = RunRecord(info)
-            if self.store is not None:
-                record.run_id = await self.store.start_run(info)
-            # GPU telemetry beside the step times (nothing on a host without GPUs).
-            gpus = record_gpus(self.service.transport, self.store, record.run_id)
-            try:
+            async with self.recorded(info) as record:
                 yield record
-                record.status = "complete"
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                record.status = "incomplete"
-                raise
-            except BaseException:
-                record.status = "failed" if not record.samples else "incomplete"
-                raise
-            finally:
-                await asyncio.shield(gpus.stop())
-                if self.store is not None and record.run_id is not None:
-                    # Shielded: a Ctrl-C must not stop the run being marked.
-                    await asyncio.shield(
-                        self.store.finish_run(record.run_id, record.status, record.summary)
-                    )
+
+    @contextlib.asynccontextmanager
+    async def recorded(self, info: RunInfo) -> AsyncIterator[RunRecord]:
+        """Record a run: complete when the block ends, incomplete when it is cancelled or
+        interrupted, failed on an error; stored with `record.summary` as the block left
+        it. A run that restarts the engine between its parts (breakeven) holds the action
+        slot per part instead, so it records without `run`."""
+        record = RunRecord(info)
+        if self.store is not None:
+            record.run_id = await self.store.start_run(info)
+        # GPU telemetry beside the step times (nothing on a host without GPUs).
+        gpus = record_gpus(self.service.transport, self.store, record.run_id)
+        try:
+            yield record
+            record.status = "complete"
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            record.status = "incomplete"
+            raise
+        except BaseException:
+            record.status = "failed" if not record.samples else "incomplete"
+            raise
+        finally:
+            await asyncio.shield(gpus.stop())
+            if self.store is not None and record.run_id is not None:
+                # Shielded: a Ctrl-C must not stop the run being marked.
+                await asyncio.shield(
+                    self.store.finish_run(record.run_id, record.status, record.summary)
+                )
 
 
 def engine_uses_native(engine: str) -> bool:
