@@ -336,13 +336,15 @@ class DashboardScreen(ViewScreen):
         yield DataTable(id="requests", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one("#dash-flags").border_title = "key flags"
-        self.query_one("#dash-state").border_title = "service"
-        self.query_one("#dash-now").border_title = "now"
         self._flag_widths: tuple[int, ...] = ()
         self._live_key: tuple | None = None
         self._now: NowFigures | None = None
         self._now_shown: tuple | None = None
+        if not self._intact():
+            return
+        self.query_one("#dash-flags").border_title = "key flags"
+        self.query_one("#dash-state").border_title = "service"
+        self.query_one("#dash-now").border_title = "now"
         requests = self.query_one("#requests", DataTable)
         requests.border_title = "last requests"
         for label, width in REQUEST_COLUMNS:
@@ -371,8 +373,14 @@ class DashboardScreen(ViewScreen):
             if config_id is not None:
                 self._load_flags()
 
+    def _intact(self) -> bool:
+        # False when a quit (or a host switch) arrived while this screen mounted: its
+        # widgets are already being removed and there is nothing left to fill in.
+        return bool(self.query("#flags-table"))
+
     def on_resize(self, event) -> None:
-        self._fit(event.size.width, event.size.height)
+        if self._intact():
+            self._fit(event.size.width, event.size.height)
 
     def _fit(self, width: int, height: int) -> None:
         self.set_class(width < 120, "-narrow")
