@@ -40,6 +40,7 @@ from console.tui import keys, messages
 from console.tui.actions import LAUNCHES, ActionRunner, EngineActions, one_line
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
+from console.tui.field_keys import FieldKeys
 from console.tui.live_feed import LiveFeed
 from console.tui.messages import answer
 from console.tui.monitor import ServiceMonitor
@@ -66,7 +67,7 @@ NEEDS_HOST = frozenset({"view", "start", "restart", "stop", "rollback", "cancel"
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
 
 
-class SpecConsoleApp(App[int]):
+class SpecConsoleApp(FieldKeys, App[int]):
     TITLE = "specconsole"
     CSS_PATH = "app.tcss"
     BINDINGS = keys.bindings("app")

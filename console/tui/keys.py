@@ -45,7 +45,9 @@ class KeySpec:
     scope: str  # "app" or a screen name
     show: bool = True  # in the footer
     web: str = ""  # the browser-safe keys that replace `keys` in web mode, if they clash
-    priority: bool = False  # fires even while a field has the focus (ctrl keys only)
+    # handled by the app before the focused widget sees it: ctrl keys no field types, and
+    # the field keys (tab, shift+tab, Escape), which step aside outside a text field
+    priority: bool = False
     palette: bool = False  # a view action the command palette lists
     doc_only: bool = False  # a key a widget handles itself, listed on the Keys screen only
 
@@ -75,6 +77,14 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("palette-colon", "colon", "app.command_palette", "Commands", "app", show=False),
     KeySpec("theme-next", "T", "app.next_theme", "Next theme", "app", show=False),
     KeySpec("quit", "q", "app.quit_console", "Quit", "app"),
+    # In a text field these move the focus before the next key is delivered, so keys
+    # typed right after them land in the field they go to (field_keys.py says why).
+    KeySpec("next-field", "tab", "app.next_field", "Next field", "app", show=False,
+            priority=True),
+    KeySpec("previous-field", "shift+tab", "app.previous_field", "Previous field", "app",
+            show=False, priority=True),
+    KeySpec("leave-field", "escape", "app.leave_field", "Leave field", "app", show=False,
+            priority=True),
     # logs
     KeySpec("logs-filter", "slash", "focus_filter", "Filter", "logs"),
     KeySpec("logs-exclude", "exclamation_mark", "focus_exclude", "Exclude", "logs"),

@@ -2,6 +2,7 @@
 
 - after a run starts the focus leaves the form, so C cancels instead of typing "6C";
 - letter keys work from anywhere but a text field being edited; Escape leaves a field;
+- tab, shift+tab and Escape typed in a burst move the focus before the next key lands;
 - C during a start stops the engine it launched, and the state says so;
 - ctrl+p and `:` both open the palette, which lists the view's runnable actions;
 - in a browser the keys the browser takes have letter alternatives.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from textual import events
 from textual.command import CommandPalette
 from textual.widgets import Input
 
@@ -107,6 +109,62 @@ async def test_escape_leaves_a_field_and_letter_keys_then_work() -> None:
         assert not isinstance(app.focused, Input)
         await pilot.press("s")  # a view key, now that no field is edited
         await _until(pilot, "service", lambda: type(app.screen).__name__ == "ServiceScreen")
+
+
+def _burst(app: SpecConsoleApp, keys_: list[str]) -> None:
+    # What a terminal delivers when an operator types fast, or tmux sends a paste: every
+    # key is queued at the app before the first is handled (Pilot's press waits between
+    # keys, so it cannot show this).
+    for key in keys_:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+async def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.status = fakes.status()
+        await pilot.press("w")
+        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        outputs = app.screen.query_one("#sweep-outputs", Input)
+        types = app.screen.query_one("#sweep-types", Input)
+        outputs.focus()
+        outputs.value = ""
+        await pilot.pause()
+        _burst(app, ["1", "2", "8", "tab", "c", "o", "d", "e", "shift+tab", "9"])
+        await _until(pilot, "the burst", lambda: app.focused is outputs and outputs.value)
+        # a field entered by tab has its text selected, so typing replaces it
+        assert (outputs.value, types.value) == ("9", "code")
+
+
+async def test_a_view_key_right_after_escape_switches_the_view() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.status = fakes.status()
+        await pilot.press("w")
+        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        repeat = app.screen.query_one("#sweep-repeat", Input)
+        repeat.focus()
+        repeat.value = ""
+        await pilot.pause()
+        _burst(app, ["4", "escape", "s"])
+        await _until(pilot, "service", lambda: type(app.screen).__name__ == "ServiceScreen")
+        assert repeat.value == "4"
+
+
+async def test_tab_and_escape_outside_a_field_keep_their_own_meaning() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.status = fakes.status()
+        await pilot.press("w")
+        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        app.screen.leave_form()
+        before = app.focused
+        await pilot.press("tab")
+        assert app.focused is not before  # the screen's own tab still moves the focus
+        await pilot.press("ctrl+p")
+        await _until(pilot, "palette", lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press("escape")  # the palette's field: Escape closes the palette
+        await _until(pilot, "palette closed", lambda: isinstance(app.screen, SweepsScreen))
 
 
 async def test_c_during_a_start_stops_the_engine_and_says_so() -> None:

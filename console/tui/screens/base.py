@@ -64,10 +64,9 @@ class ViewScreen(Screen):
 
     def leave_form(self) -> None:
         """Move the focus out of any field, to the view's main list (or nowhere)."""
-        if self.HOME:
-            self.query_one(self.HOME).focus()
-        else:
-            self.set_focus(None)
+        # Screen.set_focus, not Widget.focus: the latter moves the focus only after the
+        # keys already queued, which would still land in the field being left.
+        self.set_focus(self.query_one(self.HOME) if self.HOME else None)
 
     def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
         """Whether a view action can run now; the palette lists only those that can."""
