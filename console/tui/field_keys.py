@@ -7,8 +7,9 @@ already been given to the field it left, so "128<tab>code" typed "128code" into 
 field. As priority bindings of the app they are handled in arrival order, and the focus
 has moved before the next key is handed out.
 
-Outside a text field they step aside (SkipAction), so lists, modals and the command
-palette keep their own tab and Escape.
+Tab moves the focus this way from any widget (the burst may start on a list or a select)
+except a text area that indents with it; Escape leaves only a text field and otherwise
+steps aside (SkipAction), so lists, modals and the command palette keep their own Escape.
 """
 
 from __future__ import annotations
@@ -26,16 +27,20 @@ def editing(widget: Widget | None) -> bool:
     return isinstance(widget, Input) or (isinstance(widget, TextArea) and not widget.read_only)
 
 
+def _indents(widget: Widget | None) -> bool:
+    return isinstance(widget, TextArea) and widget.tab_behavior == "indent"
+
+
 class FieldKeys(App):
     """The app's actions for the field keys (keys.py binds them, with priority)."""
 
     def action_next_field(self) -> None:
-        if not editing(self.focused):
+        if _indents(self.focused):
             raise SkipAction()
         self.screen.focus_next()
 
     def action_previous_field(self) -> None:
-        if not editing(self.focused):
+        if _indents(self.focused):
             raise SkipAction()
         self.screen.focus_previous()
 

@@ -125,15 +125,14 @@ async def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to() -> Non
         app.status = fakes.status()
         await pilot.press("w")
         await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
-        outputs = app.screen.query_one("#sweep-outputs", Input)
-        types = app.screen.query_one("#sweep-types", Input)
-        outputs.focus()
-        outputs.value = ""
+        fields = [app.screen.query_one(f"#sweep-{name}", Input)
+                  for name in ("contexts", "outputs", "types")]  # fmt: skip
+        app.screen.query_one("#sweep-kind").focus()  # the burst starts on a select
         await pilot.pause()
-        _burst(app, ["1", "2", "8", "tab", "c", "o", "d", "e", "shift+tab", "9"])
-        await _until(pilot, "the burst", lambda: app.focused is outputs and outputs.value)
+        _burst(app, ["tab", "9", "tab", "tab", "c", "o", "d", "e", "shift+tab", "7"])
+        await _until(pilot, "the burst", lambda: app.focused is fields[1] and fields[1].value)
         # a field entered by tab has its text selected, so typing replaces it
-        assert (outputs.value, types.value) == ("9", "code")
+        assert [field.value for field in fields] == ["9", "7", "code"]
 
 
 async def test_a_view_key_right_after_escape_switches_the_view() -> None:

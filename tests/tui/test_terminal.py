@@ -187,3 +187,20 @@ def test_dashboard_shows_tok_s_after_a_prompt(tmux: Tmux, local_engine: LocalEng
     )
     tok_s = tok_s_of_first_request(screen)
     assert tok_s is not None and tok_s > 0, screen
+
+
+def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
+    tmux: Tmux, local_engine: LocalEngine
+) -> None:
+    # tmux writes one send-keys to the terminal at once: the app reads "1<tab>7" as one
+    # burst, the way fast typing arrives. Pilot cannot deliver keys like this.
+    tmux.start(_connect_argv())
+    tmux.wait_for("the dashboard", _dashboard, timeout=60)
+    tmux.keys(_key("sweeps"))
+    tmux.wait_for("the sweep form", lambda s: "contexts (tokens)" in s, timeout=30)
+    tmux.keys("Tab", "1", "Tab", "7", "Tab", "prose")  # contexts, output tokens, text types
+    tmux.wait_for(
+        "each value in its own field",
+        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+3\b", s) is not None,
+        timeout=10,
+    )
