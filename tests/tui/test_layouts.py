@@ -54,3 +54,22 @@ def test_footer_shows_help_and_quit(view: str, size: tuple[int, int]) -> None:
             assert "? Keys" in lines[-1] and "q Quit" in lines[-1], lines[-1]
 
     asyncio.run(check())
+
+
+def test_the_empty_points_table_keeps_its_header_in_the_wide_layout() -> None:
+    # Side by side with the verdict, the points table fits its rows; before the first
+    # sweep it has none and collapsed to its border (2 columns) at 160x48.
+    import asyncio
+
+    app, _run_before = views.scenario("dashboard")
+
+    async def check() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await views.ready(pilot, app.service)  # type: ignore[arg-type]
+            await pilot.press("w")
+            await views.settle(pilot)
+            table = app.screen.query_one("#sweep-points")
+            header = sum(column.get_render_width(table) for column in table.columns.values())
+            assert table.region.width >= header, (table.region.width, header)
+
+    asyncio.run(check())

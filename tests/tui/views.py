@@ -84,7 +84,8 @@ def repeated_sweep() -> list:
     for s in fakes.sweep_samples():
         for k in (0.99, 1.01):
             out.append(s.__class__(**{**s.as_dict(), "decode_tok_s": s.decode_tok_s * k,
-                                      "step_time_s": s.step_time_s / k}))  # fmt: skip
+                                      "step_time_s": s.step_time_s / k,
+                                      "decode_time_s": s.decode_time_s / k}))  # fmt: skip
     return out
 
 
@@ -124,7 +125,7 @@ def scenario(view: str) -> tuple[SpecConsoleApp, RunBefore]:
             screen = pilot.app.screen
             samples = repeated_sweep()
             screen._show_points(summarize(samples), "context")
-            screen._set_model(fit(samples), "fixed samples")
+            screen._set_model(fit(samples), "fixed samples", samples)
             for selector, value in (("#v-observed", "40"), ("#v-context", "1024"),
                                     ("#v-text", "prose")):  # fmt: skip
                 screen.query_one(selector).value = value
