@@ -315,10 +315,11 @@ async def test_while_a_field_is_edited_the_footer_says_how_to_leave_it() -> None
         await pilot.press("w")
         await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
         app.screen.query_one("#sweep-repeat", Input).focus()
-        await pilot.pause(0.2)
-        footer = [s.text for s in app.screen._compositor.render_strips()][-1]
-        assert "esc Leave field" in footer, footer
+
+        def footer() -> str:
+            return [s.text for s in app.screen._compositor.render_strips()][-1]
+
+        # polled, not a fixed pause: on a loaded host the footer recomposes late
+        await _until(pilot, "the leave hint", lambda: "esc Leave field" in footer())
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        footer = [s.text for s in app.screen._compositor.render_strips()][-1]
-        assert "? Keys" in footer and "q Quit" in footer, footer
+        await _until(pilot, "help and quit", lambda: "? Keys" in footer() and "q Quit" in footer())
