@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from console.config import HostProfile, LaunchProfile, load_profile, save_profile
+from console.config import BaselineProfile, HostProfile, LaunchProfile, load_profile, save_profile
 from console.errors import FlagError
 from console.service import EngineService
 from console.transport import open_transport
@@ -86,6 +86,9 @@ def local_profile(tmp_path: Path) -> HostProfile:
         port=free_port(),
         state_dir=str(tmp_path / "state"),
         flags={"skip-server-warmup": True},
+        # The before/after this test reads needs both text types, not the default long
+        # context: one short context keeps the real-engine baseline to seconds.
+        baseline=BaselineProfile(contexts=[256], output=48, repeat=2),
     )
     save_profile(profile)  # overrides the built-in `local` in the isolated config dir
     return profile
