@@ -69,3 +69,18 @@ def config_id_of(status: ServiceStatus | None) -> str | None:
     were changed (here, or by `specconsole set`/`rollback` from another shell)."""
     config = status.config if status is not None else None
     return config.id if config is not None else None
+
+
+def watch_config(node: DOMNode, callback: Callable[[], object]) -> None:
+    """Call `callback` on `node`'s behalf whenever a polled status names a new launch
+    config (the flags changed here or from another shell)."""
+    last = [config_id_of(session_of(node).status)]
+
+    def changed(status: ServiceStatus | None) -> None:
+        config_id = config_id_of(status)
+        if config_id != last[0]:
+            last[0] = config_id
+            if config_id is not None:
+                callback()
+
+    watch_state(node, "status", changed)

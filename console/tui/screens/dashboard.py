@@ -25,7 +25,7 @@ from console.service.flag_view import read_flag_view
 from console.service.gpu_sample import GpuSample
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
-from console.tui.state import config_id_of, watch_state
+from console.tui.state import watch_config, watch_state
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.plotext_render import RGB, legend_entry
 from console.tui.widgets.status_bar import state_text
@@ -356,8 +356,7 @@ class DashboardScreen(ViewScreen):
         # (apply, rollback) or a `specconsole set` from another shell (the polled status
         # names the new config).
         watch_state(self, "running", lambda running: None if running else self._load_flags())
-        watch_state(self, "status", self._status_changed)
-        self._config_id = config_id_of(self.session.status)  # the last status's config
+        watch_config(self, self._load_flags)
         watch_state(self, "live_version", lambda _=None: self._show_live())
         self._fit(self.app.size.width, self.app.size.height)  # loads the flags
         self._show_state()
@@ -365,13 +364,6 @@ class DashboardScreen(ViewScreen):
         # The age of the last sample moves with the clock, not with data: one cheap text
         # update a second (and only when the shown text changes), never a chart redraw.
         self.set_interval(1.0, self._show_now)
-
-    def _status_changed(self, status) -> None:
-        config_id = config_id_of(status)
-        if config_id != self._config_id:
-            self._config_id = config_id
-            if config_id is not None:
-                self._load_flags()
 
     def _intact(self) -> bool:
         # False when a quit (or a host switch) arrived while this screen mounted: its

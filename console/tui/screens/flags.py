@@ -29,7 +29,7 @@ from console.tui import keys
 from console.tui.actions import one_line
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
-from console.tui.state import config_id_of, watch_state
+from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.tick_box import TickBox
 
@@ -106,7 +106,6 @@ class FlagsScreen(ViewScreen):
         ):
             self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
         self.view: FlagView | None = None
-        self._config_id = config_id_of(self.session.status)  # the last status's config
         watch_state(self, "lifecycle", self._maybe_reload)
         # The engine's reported values arrive after it is ready; show them when they do.
         watch_state(self, "server_info", lambda _=None: self._load())
@@ -115,7 +114,7 @@ class FlagsScreen(ViewScreen):
         watch_state(self, "running", lambda running: None if running else self._load())
         # A `specconsole set` or `rollback` from another shell writes a new launch config:
         # the polled status carries it, so the table follows without a key press.
-        watch_state(self, "status", self._status_changed)
+        watch_config(self, self._load)
         self.query_one("#flag-table", DataTable).focus()
         self._load()
 
@@ -124,13 +123,6 @@ class FlagsScreen(ViewScreen):
     def _maybe_reload(self, event) -> None:
         if event is not None and event.state in ("ready", "failed"):
             self._load()
-
-    def _status_changed(self, status) -> None:
-        config_id = config_id_of(status)
-        if config_id != self._config_id:
-            self._config_id = config_id
-            if config_id is not None:
-                self._load()
 
     @work(group="flags-load", exclusive=True, exit_on_error=False, description="flags")
     async def _load(self) -> None:
