@@ -61,6 +61,13 @@ async def _until(pilot, what: str, check: Callable[[], bool], seconds: float = 5
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def _on_sweeps(pilot) -> None:
+    """A ready engine and the Sweeps view open."""
+    pilot.app.status = fakes.status()
+    await pilot.press("w")
+    await _until(pilot, "sweeps", lambda: isinstance(pilot.app.screen, SweepsScreen))
+
+
 def _palette_names(app: SpecConsoleApp) -> list[str]:
     return [name for name, _help, _run in ConsoleCommands(app.screen)._entries()]
 
@@ -77,9 +84,7 @@ async def test_c_during_a_sweep_cancels_it_and_types_nothing(monkeypatch) -> Non
     app = _app()
     app.live.measure_session = lambda: None  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         repeat = app.screen.query_one("#sweep-repeat", Input)
         repeat.focus()
         repeat.value = ""
@@ -98,9 +103,7 @@ async def test_c_during_a_sweep_cancels_it_and_types_nothing(monkeypatch) -> Non
 async def test_escape_leaves_a_field_and_letter_keys_then_work() -> None:
     app = _app()
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         app.screen.query_one("#sweep-types", Input).focus()
         await pilot.press("h")  # typed: a text field is being edited
         assert isinstance(app.screen, SweepsScreen)
@@ -122,9 +125,7 @@ def _burst(app: SpecConsoleApp, keys_: list[str]) -> None:
 async def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to() -> None:
     app = _app()
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         fields = [app.screen.query_one(f"#sweep-{name}", Input)
                   for name in ("contexts", "outputs", "types")]  # fmt: skip
         app.screen.query_one("#sweep-kind").focus()  # the burst starts on a select
@@ -138,9 +139,7 @@ async def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to() -> Non
 async def test_a_view_key_right_after_escape_switches_the_view() -> None:
     app = _app()
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         repeat = app.screen.query_one("#sweep-repeat", Input)
         repeat.focus()
         repeat.value = ""
@@ -153,9 +152,7 @@ async def test_a_view_key_right_after_escape_switches_the_view() -> None:
 async def test_tab_and_escape_outside_a_field_keep_their_own_meaning() -> None:
     app = _app()
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         app.screen.leave_form()
         before = app.focused
         await pilot.press("tab")
@@ -193,9 +190,7 @@ async def test_the_palette_lists_a_views_actions_only_when_they_can_run() -> Non
 
     app = _app()
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         names = _palette_names(app)
         assert "Run sweep" in names and "Verdict" not in names  # no model yet
         app.screen._set_model(fit(fakes.sweep_samples()), "fixed samples")
@@ -223,9 +218,7 @@ async def test_a_browser_session_binds_browser_safe_keys() -> None:
         assert not {k.strip() for k in spec.web.split(",") if k} & keys.BROWSER_KEYS
     app = _app(web=True)
     async with app.run_test(size=SIZE) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         assert str(app.screen.query_one("#sweep-explain-button").label) == "Verdict (v)"
         await pilot.press("v")  # the verdict without a model says how to get one
         await pilot.pause(0.1)
@@ -311,9 +304,7 @@ async def test_a_crash_after_ready_is_not_titled_failed_start() -> None:
 async def test_while_a_field_is_edited_the_footer_says_how_to_leave_it() -> None:
     app = _app()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.status = fakes.status()
-        await pilot.press("w")
-        await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
+        await _on_sweeps(pilot)
         app.screen.query_one("#sweep-repeat", Input).focus()
 
         def footer() -> str:
