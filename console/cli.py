@@ -37,7 +37,7 @@ from console.commands.base import (
 from console.commands.baseline_options import baseline_options, baseline_overrides
 from console.commands.measure import add_sample_options, sample_target
 from console.errors import ConsoleError, ServiceError
-from console.measure.baseline import apply_with_baseline
+from console.experiments.baseline import apply_with_baseline
 from console.service import EngineService, LifecycleEvent
 from console.service.flag_view import read_flag_view, value_text
 from console.service.flags import parse_assignments

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.measure.numbers import NumberListError, parse_count, parse_counts
+from console.numbers import NumberListError, parse_count, parse_counts
 
 
 def _contexts(text: str) -> list[int]:

@@ -1,6 +1,6 @@
 """`specconsole breakeven HOST --contexts ...`: where does speculation stop paying?
 
-Thin over `console.measure.breakeven`: it restarts the engine with speculation off and
+Thin over `console.experiments.breakeven`: it restarts the engine with speculation off and
 back (through the normal apply path) and prints, per context, both step times, the
 commit length needed to break even, the commit measured and the speedup, each with an
 interval; or `--json`.
@@ -13,7 +13,7 @@ import json
 
 from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
 from console.commands.measure import _ints, _progress, _session
-from console.measure.breakeven import (
+from console.experiments.breakeven import (
     LEVEL,
     RESAMPLES,
     BreakevenResult,

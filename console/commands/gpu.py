@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 
 from console import config as profiles
+from console.analysis.gpu_sample import GpuSample
 from console.commands.base import HostCommand, err, host_key_confirmer
-from console.service.gpu_sample import GpuSample
-from console.service.gpu_telemetry import GpuTelemetry
+from console.measure.gpu import GpuTelemetry
 from console.transport import Transport, open_transport
 
 
@@ -66,7 +66,7 @@ GPU_HEADERS = ("GPU", "UTIL %", "MEM MIB", "POWER W", "SM MHZ", "MEM MHZ")
 
 def gpu_table(samples: Sequence[GpuSample], *, with_time: bool = False) -> str:
     """The samples as an aligned table (also what `history show` prints)."""
-    from console.measure.format import table  # one table style for every command
+    from console.analysis.format import table  # one table style for every command
 
     headers = ("TIME", *GPU_HEADERS) if with_time else GPU_HEADERS
     first = 1 if with_time else 0

@@ -13,14 +13,14 @@ import json
 from contextlib import closing
 from pathlib import Path
 
+from console.analysis import format as fmt
+from console.analysis.format import table
+from console.analysis.records import RUN_KINDS
 from console.commands.base import HostCommand, Parser, err
 from console.commands.gpu import gpu_table
-from console.measure import format as fmt
-from console.measure.format import table
-from console.measure.records import RUN_KINDS
+from console.experiments.explain import explain_runs
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
 from console.store.compare_text import comparison_lines
-from console.store.explain import explain_runs
 from console.store.runs import RUN_STATUSES
 
 EXPORT_FORMATS = ("csv", "json")

@@ -17,11 +17,11 @@ import json
 import sys
 from collections.abc import Callable
 
+from console.analysis import format as fmt
+from console.analysis.records import LiveSample, RunInfo
 from console.commands.base import HostCommand, err, with_service
 from console.errors import ConsoleError
-from console.measure import format as fmt
 from console.measure.live import LINK_DOWN, LiveSeries, StreamName, is_link_sample
-from console.measure.records import LiveSample, RunInfo
 from console.service import EngineService
 from console.store import RunStore
 

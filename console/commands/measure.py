@@ -17,22 +17,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from console.analysis import format as fmt
+from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.live_window import LiveWindow, explain_live, live_window
+from console.analysis.records import RequestSample
+from console.analysis.round_curve import sample_curve
+from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
+from console.analysis.stats import PointSummary, Spread, spread
+from console.analysis.verdict import Judgement, Observed, Sweep, judge, typed_baseline
 from console.commands.base import HostCommand, err, with_service
 from console.commands.web import bench_parser
 from console.errors import ConsoleError
-from console.measure import format as fmt
 from console.measure import methods
-from console.measure.decompose import FitError, ThroughputModel, fit
-from console.measure.live_window import LiveWindow, explain_live, live_window
 from console.measure.methods import MethodResult
-from console.measure.numbers import NumberListError, parse_counts
 from console.measure.prompts import PromptLibrary
-from console.measure.records import RequestSample
-from console.measure.round_curve import sample_curve
-from console.measure.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.measure.session import MeasureError, MeasureSession
-from console.measure.stats import PointSummary, Spread, spread
-from console.measure.verdict import Judgement, Observed, Sweep, judge, typed_baseline
+from console.numbers import NumberListError, parse_counts
 from console.service import EngineService
 from console.store import RunStore
 

@@ -1,6 +1,6 @@
 """`specconsole bench verdict [HOST]`: how often is the verdict right on a real engine?
 
-Thin over `console.measure.verdict_bench`: scenarios whose true cause is known (the same
+Thin over `console.experiments.verdict_bench`: scenarios whose true cause is known (the same
 engine twice, context growth, a text change, speculation off, a smaller tree budget),
 each `--runs` times; prints accuracy per scenario and the false-alarm rate, or `--json`.
 The engine is restarted for the flag scenarios and always ends on its original flags.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from console.analysis.sample_size import SampleTarget
 from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
 from console.commands.measure import _progress, _session
 from console.commands.web import bench_parser
-from console.measure.sample_size import SampleTarget
-from console.measure.verdict_bench import (
+from console.experiments.verdict_bench import (
     MAX_ROUNDS,
     MIN_ROUNDS,
     OUTPUT,

@@ -1,1 +1,1 @@
-"""Measurement: engine requests, methods, live series, decomposition and verdicts."""
+"""Measuring that talks to an engine through the service: requests, methods, live series."""

@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Literal
 
+from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError, TransportError
 from console.events import Broadcast, Subscription
 from console.measure.live_samples import (
@@ -41,7 +42,6 @@ from console.measure.live_samples import (
     sample_from_request,
     sample_from_scrapes,
 )
-from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import EngineRequestError, MetricsScrape
 from console.service.engine_service import EngineService
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings

@@ -24,13 +24,13 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from console.analysis.records import LiveSample, RequestSample
 from console.backends.logparse import (
     parse_sglang_decode,
     parse_vllm_spec,
     parse_vllm_throughput,
 )
 from console.measure import spec_fields
-from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import MetricsScrape
 
 MetricsKind = Literal["builtin", "vllm", "sglang"]

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.measure.decompose import FitError, ThroughputModel, fit
-from console.measure.records import RequestSample
+from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.records import RequestSample
+from console.analysis.sample_size import SampleTarget, measure_until_narrow
+from console.analysis.stats import PointSummary, Spread, spread, summarize
 from console.measure.request_measurement import RequestSpec
-from console.measure.sample_size import SampleTarget, measure_until_narrow
 from console.measure.session import MeasureError, MeasureSession, RunRecord
-from console.measure.stats import PointSummary, Spread, spread, summarize
 
 # A streamed client-side decode rate this far from the engine's non-streamed one is
 # distorted. Loopback on a 2-core host reads 10-21% low with the bundled pair (its

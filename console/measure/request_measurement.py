@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from console.analysis.records import DecodeSource, RequestSample
 from console.measure import spec_fields
 from console.measure.prompts import repetition_share
-from console.measure.records import DecodeSource, RequestSample
 from console.service.engine_client import (
     EngineClient,
     EngineRequestError,

@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from console.analysis.records import RequestSample, RunInfo, RunStatus, flags_hash
 from console.errors import ConsoleError, TransportError
-from console.measure.gpu_recorder import record_gpus
+from console.measure.gpu import record_gpus
 from console.measure.prompts import PromptLibrary, window
-from console.measure.records import RequestSample, RunInfo, RunStatus, flags_hash
 from console.measure.request_measurement import NATIVE_ENGINES, RequestSpec, measure_request
 from console.service.engine_client import EngineRequestError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings

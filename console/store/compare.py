@@ -17,9 +17,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from console.measure.comparison import Change, FigurePair, pooled_pairs
-from console.measure.intervals import bootstrap, changes_between
-from console.measure.records import RequestSample
+from console.analysis.comparison import Change, FigurePair, pooled_pairs
+from console.analysis.intervals import bootstrap, changes_between
+from console.analysis.records import RequestSample
 from console.store.runs import StoredRun
 
 FIGURES = ("decode_tok_s", "commit_len", "step_time_s", "ttft_s")

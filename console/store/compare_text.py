@@ -3,7 +3,7 @@ history screen shows, so both faces say the same thing about the same two runs."
 
 from __future__ import annotations
 
-from console.measure import format as fmt
+from console.analysis import format as fmt
 from console.store.compare import RunComparison, RunHeader
 
 # figure -> (label, (format spec, scale)) in the compare table

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from console.measure.records import LiveSample, RequestSample
+from console.analysis.records import LiveSample, RequestSample
 from console.store.runs import StoredRun
 
 JSON_FORMAT = "specconsole-history"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from console.service.gpu_sample import GpuSample
+from console.analysis.gpu_sample import GpuSample
 
 _COLUMNS = (
     "t",

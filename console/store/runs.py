@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
-from console.measure.records import LiveSample, RequestSample, RunInfo, RunStatus
-from console.service.gpu_sample import GpuSample
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample, RequestSample, RunInfo, RunStatus
 from console.store import gpu_samples, schema
 from console.store.errors import HistoryError
 from console.store.paths import default_history_path

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker
 
 from console.errors import ConfigError, ConsoleError
-from console.measure.baseline import BaselineApply, apply_with_baseline
+from console.experiments.baseline import BaselineApply, apply_with_baseline
 from console.service import LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer

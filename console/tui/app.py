@@ -28,12 +28,12 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError
 from console.measure import methods
-from console.measure.records import LiveSample, RequestSample
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
-from console.service.gpu_sample import GpuSample
 from console.store import RunStore
 from console.transport import Transport
 from console.tui import keys, messages

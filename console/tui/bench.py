@@ -190,7 +190,7 @@ def _config_dir(path: Path) -> Iterator[None]:
 
 def _samples(n: int, t0: float) -> list:
     """A plausible live series: tok/s, commit length and step time drifting with context."""
-    from console.measure.records import LiveSample
+    from console.analysis.records import LiveSample
 
     out = []
     for i in range(n):

@@ -15,13 +15,12 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError
-from console.measure.gpu_recorder import GpuRecorder
-from console.measure.records import LiveSample, RequestSample
+from console.measure.gpu import GpuRecorder, GpuTelemetry
 from console.measure.session import MeasureSession
 from console.service import EngineService
-from console.service.gpu_sample import GpuSample
-from console.service.gpu_telemetry import GpuTelemetry
 from console.store import RunStore
 from console.tui.actions import one_line
 

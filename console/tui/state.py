@@ -14,10 +14,10 @@ from typing import Any, Literal, Protocol, cast
 
 from textual.dom import DOMNode
 
-from console.measure.records import LiveSample, RequestSample
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample, RequestSample
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
-from console.service.gpu_sample import GpuSample
 from console.store import RunStore
 from console.tui.settings import TuiSettings
 

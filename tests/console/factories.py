@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.measure.records import LiveSample, RequestSample, RunInfo
+from console.analysis.records import LiveSample, RequestSample, RunInfo
 
 
 def request_sample(

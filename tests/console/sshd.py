@@ -18,13 +18,9 @@ from pathlib import Path
 
 import asyncssh
 
+from tests.ports import free_port
+
 SSHD = "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 15.0) -> None:

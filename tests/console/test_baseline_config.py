@@ -8,7 +8,7 @@ import pytest
 from console.commands.baseline_options import baseline_overrides
 from console.config import load_profile, parse_profile, save_profile
 from console.errors import ConfigError
-from console.measure.baseline import baseline_plan, default_contexts
+from console.experiments.baseline import baseline_plan, default_contexts
 from console.measure.session import MeasureError
 
 

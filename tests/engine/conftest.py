@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine._server_harness import ServerProcess
+from tests.engine.serve._server_harness import ServerProcess
 
 
 @pytest.fixture(scope="module")

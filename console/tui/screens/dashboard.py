@@ -19,10 +19,10 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, Digits, ProgressBar, Static
 
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample, RequestSample
 from console.measure.live import is_warmup_sample
-from console.measure.records import LiveSample, RequestSample
 from console.service.flag_view import read_flag_view
-from console.service.gpu_sample import GpuSample
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_config, watch_state

@@ -17,13 +17,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Input, Static
 
+from console.analysis import format as fmt
+from console.analysis.stats import summarize
 from console.errors import ConsoleError
-from console.measure import format as fmt
-from console.measure.stats import summarize
+from console.experiments.explain import RunsExplained, explain_runs
 from console.store import StoredRun, compare, export_csv, export_json
 from console.store.compare import RunComparison
 from console.store.compare_text import comparison_lines
-from console.store.explain import RunsExplained, explain_runs
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.fitted_table import Col, FittedTable

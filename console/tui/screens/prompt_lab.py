@@ -23,11 +23,11 @@ from textual.widgets import (
     TextArea,
 )
 
+from console.analysis.records import RequestSample
+from console.analysis.round_curve import RoundCurve, sample_curve
 from console.errors import ConsoleError
-from console.measure.numbers import parse_count as positive_int
 from console.measure.prompts import PromptLibrary
-from console.measure.records import RequestSample
-from console.measure.round_curve import RoundCurve, sample_curve
+from console.numbers import parse_count as positive_int
 from console.tui import keys
 from console.tui.messages import ActionProgress, ActionRefused, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen

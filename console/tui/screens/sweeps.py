@@ -20,16 +20,16 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, ProgressBar, Select, Static
 
+from console.analysis import format as fmt
+from console.analysis.decompose import ThroughputModel
+from console.analysis.intervals import Interval
+from console.analysis.live_window import LiveWindow
+from console.analysis.stats import PointSummary
+from console.analysis.verdict import Sweep
 from console.errors import ConsoleError
-from console.measure import breakeven
-from console.measure import format as fmt
-from console.measure.decompose import ThroughputModel
-from console.measure.intervals import Interval
-from console.measure.live_window import LiveWindow
-from console.measure.numbers import parse_count as positive_int
-from console.measure.numbers import parse_counts as int_list
-from console.measure.stats import PointSummary
-from console.measure.verdict import Sweep
+from console.experiments import breakeven
+from console.numbers import parse_count as positive_int
+from console.numbers import parse_counts as int_list
 from console.tui import keys
 from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan

@@ -14,12 +14,12 @@ from rich.text import Text
 from textual import work
 from textual.widgets import Input, Select, Static
 
+from console.analysis import format as fmt
+from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.live_window import LiveWindow, explain_live, live_window
+from console.analysis.records import RequestSample, flags_hash
+from console.analysis.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
 from console.errors import ConsoleError
-from console.measure import format as fmt
-from console.measure.decompose import FitError, ThroughputModel, fit
-from console.measure.live_window import LiveWindow, explain_live, live_window
-from console.measure.records import RequestSample, flags_hash
-from console.measure.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
@@ -72,7 +72,7 @@ class VerdictPanel:
             model = fit(run.requests)
         except FitError:
             return
-        from console.measure.stats import summarize
+        from console.analysis.stats import summarize
 
         self._show_points(summarize(run.requests), "context")
         self._set_model(

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from console.analysis.sample_size import SampleTarget
 from console.cli import build_parser
 from console.config import HostProfile, LaunchProfile
-from console.measure.sample_size import SampleTarget
+from console.experiments.verdict_bench import OUTPUT, SCENARIOS, run_bench
 from console.measure.session import MeasureSession
-from console.measure.verdict_bench import OUTPUT, SCENARIOS, run_bench
 from tests.console.conftest import engine_service
-from tests.console.sshd import free_port
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 

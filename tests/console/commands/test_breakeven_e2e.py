@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from console.config import HostProfile, LaunchProfile, save_profile
-from tests.console.sshd import free_port
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]

@@ -21,7 +21,8 @@ from console.errors import FlagError
 from console.service import EngineService, LifecycleEvent
 from console.transport import open_transport
 from tests.console.conftest import engine_service
-from tests.console.sshd import SSHServer, free_port
+from tests.console.sshd import SSHServer
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]

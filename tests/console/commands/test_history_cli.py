@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from console.measure.records import LiveSample, RequestSample
+from console.analysis.records import LiveSample, RequestSample
 from console.store import RunStore
 from tests.console.factories import live_sample, request_sample, run_info
 

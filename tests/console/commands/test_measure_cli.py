@@ -24,8 +24,8 @@ from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
 from tests.console.conftest import engine_service, ssh_profile_for
-from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]

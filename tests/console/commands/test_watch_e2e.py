@@ -24,14 +24,14 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from console.analysis.records import LiveSample
 from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
 from console.measure.live import RECONNECTED, LiveSeries, is_link_sample
 from console.measure.live_samples import sample_from_log_line
-from console.measure.records import LiveSample
 from console.service import EngineService
 from tests.console.conftest import engine_service, ssh_profile_for
-from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from console.analysis.records import LiveSample, RequestSample
 from console.measure.live_samples import (
     WALL_CLOCK_NOTE,
     metrics_kind,
@@ -24,10 +25,9 @@ from console.measure.live_samples import (
     sample_from_request,
     sample_from_scrapes,
 )
-from console.measure.records import LiveSample, RequestSample
 from console.service.engine_client import parse_metrics
 from tests.console.backends.test_logparse import sglang_mixin_line, vllm_line
-from tests.console.sshd import free_port
+from tests.ports import free_port
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from console.analysis.records import LiveSample, RequestSample
 from console.measure.live import LINK_DOWN, RECONNECTED, LiveSeries, is_link_sample
-from console.measure.records import LiveSample, RequestSample
 
 
 def _series(**kw) -> LiveSeries:

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from console.analysis.decompose import explain, fit, pooled_tok_s
 from console.config import HostProfile, LaunchProfile
 from console.measure import methods
-from console.measure.decompose import explain, fit, pooled_tok_s
 from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureError, MeasureSession
 from console.service import EngineService
 from console.store import RunStore
 from tests.console.conftest import engine_service
-from tests.console.sshd import free_port
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]

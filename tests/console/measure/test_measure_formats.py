@@ -17,10 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from console.measure.decompose import FitError, explain, fit
-from console.measure.records import RequestSample
+from console.analysis.decompose import FitError, explain, fit
+from console.analysis.records import RequestSample
+from console.analysis.stats import summarize
 from console.measure.request_measurement import RequestSpec, measure_request
-from console.measure.stats import summarize
 from console.service.engine_client import EngineClient, parse_metrics
 from console.transport import LocalTransport
 

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from console.analysis.gpu_sample import GpuSample, parse_query_csv
 from console.cli import main
-from console.measure.gpu_recorder import GpuRecorder
-from console.service.gpu_sample import GpuSample, parse_query_csv
-from console.service.gpu_telemetry import QUERY_ARGV, GpuTelemetry
+from console.measure.gpu import QUERY_ARGV, GpuRecorder, GpuTelemetry
 from console.store import RunStore
 from console.store.schema import SCHEMA_VERSION
 from console.transport import LocalTransport, SSHOptions, SSHTransport

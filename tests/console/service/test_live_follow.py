@@ -18,8 +18,8 @@ from console.config import HostProfile, LaunchProfile
 from console.service import EngineService
 from console.transport import open_transport
 from tests.console.conftest import ssh_profile_for
-from tests.console.sshd import free_port
 from tests.console.sshd_restart import RestartableSSHD
+from tests.ports import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

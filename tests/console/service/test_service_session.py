@@ -16,7 +16,7 @@ from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceBusy
 from console.transport import open_transport
-from tests.console.sshd import free_port
+from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]

@@ -15,7 +15,7 @@ from console.service.launch import LaunchConfig
 from console.service.rollback import NO_CHANGE, plan_rollback
 from console.service.state_text import service_state
 from console.transport import LocalTransport
-from tests.tui import fakes
+from tests.console.tui import fakes
 
 SCHEMA = FlagSchema({s.name: s for s in fakes.SPECS}, source="fixed")
 

@@ -168,7 +168,7 @@ async def test_unknown_runs_and_bad_files_are_one_sentence_errors(_isolated_data
 WRITER = """
 import asyncio, json, os, sys
 from pathlib import Path
-from console.measure.records import LiveSample, RequestSample, RunInfo
+from console.analysis.records import LiveSample, RequestSample, RunInfo
 from console.store import RunStore
 
 async def main() -> None:

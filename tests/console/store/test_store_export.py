@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from console.measure.records import LiveSample, RequestSample
+from console.analysis.records import LiveSample, RequestSample
 from console.store import RunStore, StoredRun, compare, export_csv, export_json
 from console.store.export import CSV_COLUMNS
 from tests.console.factories import live_sample, request_sample, run_info

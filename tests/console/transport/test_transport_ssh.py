@@ -23,7 +23,8 @@ from console.transport import (
     Transport,
     UnknownHostKey,
 )
-from tests.console.sshd import SSHServer, free_port
+from tests.console.sshd import SSHServer
+from tests.ports import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

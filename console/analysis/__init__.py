@@ -1,0 +1,1 @@
+"""Pure analysis of measured figures: no I/O, nothing above the foundation."""

@@ -1,0 +1,189 @@
+"""How many repeats a point needs: until its tok/s interval is narrow enough, or a cap.
+
+A fixed repeat count is either wasted on a quiet host or too few on a busy one (the same
+2-core host gave per-request tok/s from 365 to 574 at one point). So a measurement takes
+at least `min_repeat` rounds, then keeps going, round by round, for the points whose
+pooled tok/s interval is still wider than `target_rel` (relative half-width: 0.05 reads
+"± 5%"), up to `max_repeat`. A point that did not get there is shown anyway, with its
+wider interval, and one sentence says the host was too noisy for the target.
+
+A point's requests cycle over `passages` windows of its text type (2 by default), so
+each passage is read several times: greedy decoding commits the same tokens in the same
+steps on a passage every time, and the interval, taken within passages
+(`intervals.strata`), is timing noise the repeats can narrow. Fresh passages for every
+repeat would add the passage-to-passage spread in commit (±15-30% on the bundled pair),
+which no number of repeats narrows and which a before/after on the same passages cancels.
+
+A round visits every unfinished point once, text types and contexts in turn, never all
+repeats of one point in a row: drift on a shared machine (another job starting, a
+thermal limit) then spreads over all points of the block instead of biasing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.analysis.intervals import pooled_figures
+from console.analysis.records import RequestSample
+
+TARGET_REL = 0.05
+MAX_REPEAT = 10
+PASSAGES = 2
+# Two requests give a bootstrap interval of four possible resamples: too crude to stop
+# on. Three is the least a point is judged narrow on.
+MIN_FOR_INTERVAL = 3
+
+Point = tuple[str, int]  # (text type, context tokens)
+
+
+@dataclass(frozen=True)
+class SampleTarget:
+    """When to stop repeating: tok/s interval half-width over the value at most
+    `target_rel`, after at least `min_repeat` and at most `max_repeat` rounds; a point's
+    n-th request reads passage n mod `passages` (None: a new passage every time)."""
+
+    target_rel: float = TARGET_REL
+    max_repeat: int = MAX_REPEAT
+    min_repeat: int = MIN_FOR_INTERVAL
+    passages: int | None = PASSAGES
+
+    def __post_init__(self) -> None:
+        if self.passages is not None and self.passages < 1:
+            raise ValueError(f"A point needs at least one passage, not {self.passages}.")
+        if self.target_rel < 0:
+            raise ValueError(f"The target must be 0 or more, not {self.target_rel}.")
+        if not 1 <= self.min_repeat <= self.max_repeat:
+            raise ValueError(
+                f"Repeats need 1 <= minimum <= maximum, not {self.min_repeat} and "
+                f"{self.max_repeat}."
+            )
+
+    @classmethod
+    def fixed(cls, repeat: int) -> SampleTarget:
+        """Exactly `repeat` rounds, whatever the intervals say."""
+        return cls(target_rel=0.0, max_repeat=repeat, min_repeat=repeat, passages=None)
+
+    def passage(self, index: int) -> int:
+        """The passage window the `index`-th request of a point reads."""
+        return index % self.passages if self.passages else index
+
+    @property
+    def adaptive(self) -> bool:
+        return self.target_rel > 0 and self.max_repeat > self.min_repeat
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target_rel": self.target_rel,
+            "min_repeat": self.min_repeat,
+            "max_repeat": self.max_repeat,
+            "passages": self.passages,
+        }
+
+
+def point_of(sample: RequestSample) -> Point:
+    return sample.text_type, sample.context_tokens
+
+
+def rel_half_width(samples: Sequence[RequestSample]) -> float | None:
+    """The pooled tok/s interval's relative half-width; None without a usable request."""
+    figures = pooled_figures(samples)
+    return figures.tok_s.rel_half_width if figures else None
+
+
+def narrow_enough(samples: Sequence[RequestSample], target: SampleTarget) -> bool:
+    figures = pooled_figures(samples)
+    if figures is None or figures.n < min(MIN_FOR_INTERVAL, target.max_repeat):
+        return False
+    return figures.tok_s.rel_half_width <= target.target_rel
+
+
+@dataclass
+class SampleSize:
+    """What the repeats came to: per point, the requests and the tok/s interval's
+    relative half-width, and whether every point reached the target."""
+
+    target: SampleTarget
+    rounds: dict[Point, int] = field(default_factory=dict)
+    rel: dict[Point, float | None] = field(default_factory=dict)
+
+    @property
+    def short(self) -> list[Point]:
+        """The points that ended wider than the target (only judged when adaptive)."""
+        if self.target.target_rel <= 0:
+            return []
+        return [p for p, r in self.rel.items() if r is None or r > self.target.target_rel]
+
+    @property
+    def reached(self) -> bool:
+        return not self.short
+
+    def message(self) -> str | None:
+        """One sentence when the host was too noisy for the target, else None."""
+        short = self.short
+        if not short:
+            return None
+        worst = max(short, key=lambda p: self.rel[p] or float("inf"))
+        rel = self.rel[worst]
+        at = "no usable request" if rel is None else f"± {rel:.1%}"
+        return (
+            f"This host is too noisy to reach ± {self.target.target_rel:.0%} on tok/s within "
+            f"{self.target.max_repeat} repeats: {len(short)} of {len(self.rel)} points stayed "
+            f"wider (widest {worst[0]} at context {worst[1]}, {at}); their figures are shown "
+            "with the wider interval (raise --max-repeat, or measure when the host is quieter)."
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.target.as_dict(),
+            "reached": self.reached,
+            "message": self.message(),
+            "points": [
+                {
+                    "text_type": p[0],
+                    "context": p[1],
+                    "rounds": self.rounds.get(p, 0),
+                    "tok_s_rel_half_width": self.rel.get(p),
+                }
+                for p in self.rel
+            ],
+        }
+
+
+async def measure_until_narrow(
+    points: Sequence[Point],
+    measure: Callable[[Point, int], Awaitable[RequestSample | None]],
+    target: SampleTarget,
+    *,
+    prior: Sequence[RequestSample] = (),
+    first_index: int = 0,
+    min_rounds: int | None = None,
+    max_rounds: int | None = None,
+) -> SampleSize:
+    """Rounds over `points` (`measure(point, index)` takes one request) until each point's
+    tok/s interval, over `prior` and this block's own requests, is narrow enough.
+
+    `first_index` numbers the prompts (a point's n-th request reads passage
+    `first_index + n`), so a block that continues another one reads new passages;
+    `min_rounds` / `max_rounds` override the target's for this block (a bracket's halves)."""
+    low = target.min_repeat if min_rounds is None else min_rounds
+    high = target.max_repeat if max_rounds is None else max_rounds
+    mine: dict[Point, list[RequestSample]] = {p: [] for p in points}
+    size = SampleSize(target)
+    before = {p: [s for s in prior if point_of(s) == p] for p in points}
+    open_points = list(points)
+    done_rounds = 0
+    while open_points and done_rounds < high:
+        for point in list(open_points):
+            sample = await measure(point, first_index + done_rounds)
+            if sample is not None:
+                mine[point].append(sample)
+        done_rounds += 1
+        for point in points:
+            size.rounds[point] = size.rounds.get(point, 0) + (point in open_points)
+        if done_rounds >= low and target.target_rel > 0:
+            open_points = [p for p in open_points if not narrow_enough(before[p] + mine[p], target)]
+    for point in points:
+        size.rel[point] = rel_half_width(before[point] + mine[point])
+    return size

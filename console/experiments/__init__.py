@@ -1,0 +1,1 @@
+"""Experiments that change flags and compare arms: baseline, break-even, verdict bench."""

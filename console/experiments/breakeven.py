@@ -1,0 +1,560 @@
+"""Break-even table: at each context, does speculation still pay, and by how much?
+
+Speculation pays while one round commits more tokens than a plain step could produce in
+the same time. With `ar_step` the engine's step time with speculation off (one token a
+step) and `spec_step` its round time with speculation on, the commit length needed to
+break even is `spec_step / ar_step`; the speedup is the measured commit over that,
+`commit / needed`, which is exactly spec tok/s / AR tok/s. Both step times grow with
+context, at different rates (the drafter and the tree add work that scales with the KV
+cache), so the needed commit moves with context while acceptance usually falls: the
+context where the two cross is where speculation stops paying.
+
+`run_breakeven` measures both arms on the same prompts: first with the engine's own
+flags, then with speculation switched off through the normal apply path
+(`EngineService.plan` + `apply`: the engine's parser checks the command line, last-good
+is kept, a failed start is marked), then with the original flags restored the same way,
+always (errors and Ctrl-C included); with `repeat` of 2 or more, half of the
+speculative requests are taken after the restore, so the two arms bracket each other in
+time and slow drift on a shared machine does not favour one. Figures are pooled per
+context (sum of tokens / sum of steps / sum of decode time), with bootstrap intervals
+over requests (seeded, so a stored run reproduces its own intervals).
+
+Which flag switches speculation off, per engine:
+  builtin  `speculative-algorithm=NONE` (its plain autoregressive decoder)
+  sglang   every `speculative-*` flag unset: SGLang decodes without speculation when
+           `--speculative-algorithm` is not given, and the drafter flags go with it
+  vllm     `speculative-config` unset (and the older `speculative-model` /
+           `num-speculative-tokens` where a profile still uses them)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from console.analysis.intervals import LEVEL, RESAMPLES, Interval, bootstrap_many
+from console.analysis.records import RequestSample, RunInfo
+from console.analysis.round_curve import LOOP_SHARE
+from console.config import FlagValue
+from console.measure import methods
+from console.measure.session import MeasureError, MeasureSession, RunRecord
+
+METHOD = "breakeven"
+VLLM_SPEC_FLAGS = ("speculative-config", "speculative-model", "num-speculative-tokens")
+
+Tick = Callable[[int, int], None]
+T = TypeVar("T")
+
+
+# -- which flags switch speculation off ------------------------------------------------------
+
+
+def speculating(engine: str, flags: dict[str, FlagValue]) -> bool:
+    """Whether an engine with these flags decodes speculatively."""
+    if engine == "builtin":
+        # Unset means the engine's default, DDTREE.
+        return str(flags.get("speculative-algorithm", "DDTREE")).upper() != "NONE"
+    if engine == "sglang":
+        return flags.get("speculative-algorithm") not in (None, "", "None")
+    if engine == "vllm":
+        return any(flags.get(name) not in (None, "") for name in VLLM_SPEC_FLAGS)
+    raise MeasureError(f"Break-even does not know how to switch speculation off on {engine}.")
+
+
+def speculation_off(engine: str, flags: dict[str, FlagValue]) -> dict[str, str | None]:
+    """The flag changes (`None` unsets) that turn speculation off on this engine."""
+    if not speculating(engine, flags):
+        raise MeasureError(
+            "Speculation is already off with these flags, so there is nothing to break even "
+            "against; turn it on first (e.g. `specconsole set HOST speculative-algorithm=...`)."
+        )
+    if engine == "builtin":
+        return {"speculative-algorithm": "NONE"}
+    if engine == "sglang":
+        return {name: None for name in flags if name.startswith("speculative-")}
+    return {name: None for name in VLLM_SPEC_FLAGS if name in flags}
+
+
+def _raw(value: FlagValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def restore_changes(
+    current: dict[str, FlagValue], original: dict[str, FlagValue]
+) -> dict[str, str | None]:
+    """The changes that take `current` back to `original`: unset what was added, set
+    what differs."""
+    changes: dict[str, str | None] = {k: None for k in current if k not in original}
+    changes.update({k: _raw(v) for k, v in original.items() if current.get(k) != v})
+    return changes
+
+
+# -- the arithmetic ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """One context's figures pooled over a set of requests of each arm."""
+
+    ar_step_s: float  # AR decode time / AR decode tokens: one token a step
+    spec_step_s: float  # spec decode time / verify steps
+    commit: float  # spec decode tokens / verify steps
+    ar_tok_s: float
+    spec_tok_s: float
+
+    @property
+    def needed(self) -> float:
+        return self.spec_step_s / self.ar_step_s
+
+    @property
+    def speedup(self) -> float:
+        return self.commit / self.needed
+
+
+def _usable(samples: Sequence[RequestSample], *, steps: bool) -> list[RequestSample]:
+    return [
+        s
+        for s in samples
+        if s.ok and s.decode_time_s and s.completion_tokens > 1 and (not steps or s.verify_steps)
+    ]
+
+
+def pool(spec: Sequence[RequestSample], ar: Sequence[RequestSample]) -> Pooled:
+    """Sum of tokens / sum of steps / sum of decode time over each arm's requests."""
+    ar_tokens = sum(s.completion_tokens - 1 for s in ar)
+    ar_time = sum(s.decode_time_s or 0.0 for s in ar)
+    spec_tokens = sum(s.completion_tokens - 1 for s in spec)
+    spec_time = sum(s.decode_time_s or 0.0 for s in spec)
+    spec_steps = sum(s.verify_steps or 0 for s in spec)
+    return Pooled(
+        ar_step_s=ar_time / ar_tokens,
+        spec_step_s=spec_time / spec_steps,
+        commit=spec_tokens / spec_steps,
+        ar_tok_s=ar_tokens / ar_time,
+        spec_tok_s=spec_tokens / spec_time,
+    )
+
+
+@dataclass(frozen=True)
+class BreakevenRow:
+    """One context: both arms' step times, the commit needed and measured, the speedup."""
+
+    context: int
+    ar_step_s: Interval
+    spec_step_s: Interval
+    needed_commit: Interval  # spec step / AR step
+    measured_commit: Interval
+    speedup: Interval  # measured / needed = spec tok/s / AR tok/s
+    ar_tok_s: float
+    spec_tok_s: float
+    ar_requests: int
+    spec_requests: int
+    # mean share of the speculative outputs' 8-grams seen earlier in them: a looping output
+    # is easy to draft, so a high share means the measured commit is inflated by it
+    repeated: float | None = None
+
+    @property
+    def looping(self) -> bool:
+        return self.repeated is not None and self.repeated >= LOOP_SHARE
+
+    @property
+    def pays(self) -> bool:
+        return self.speedup.value > 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "context": self.context,
+            "ar_step_ms": _ms(self.ar_step_s),
+            "spec_step_ms": _ms(self.spec_step_s),
+            "needed_commit": self.needed_commit.as_dict(),
+            "measured_commit": self.measured_commit.as_dict(),
+            "speedup": self.speedup.as_dict(),
+            "ar_tok_s": self.ar_tok_s,
+            "spec_tok_s": self.spec_tok_s,
+            "ar_requests": self.ar_requests,
+            "spec_requests": self.spec_requests,
+            "repeated": self.repeated,
+            "looping": self.looping,
+            "pays": self.pays,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BreakevenRow:
+        def iv(key: str, scale: float = 1.0) -> Interval:
+            d = data[key]
+            return Interval(d["value"] * scale, d["low"] * scale, d["high"] * scale)
+
+        return cls(
+            context=int(data["context"]),
+            ar_step_s=iv("ar_step_ms", 1e-3),
+            spec_step_s=iv("spec_step_ms", 1e-3),
+            needed_commit=iv("needed_commit"),
+            measured_commit=iv("measured_commit"),
+            speedup=iv("speedup"),
+            ar_tok_s=float(data["ar_tok_s"]),
+            spec_tok_s=float(data["spec_tok_s"]),
+            ar_requests=int(data["ar_requests"]),
+            spec_requests=int(data["spec_requests"]),
+            repeated=data.get("repeated"),
+        )
+
+
+def _ms(interval: Interval) -> dict[str, float]:
+    # Stored in milliseconds, as the table prints them.
+    return {k: v * 1000.0 for k, v in interval.as_dict().items()}
+
+
+def breakeven_row(
+    context: int,
+    spec: Sequence[RequestSample],
+    ar: Sequence[RequestSample],
+    *,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    rng: random.Random | None = None,
+) -> BreakevenRow:
+    """One context's row: pooled figures and percentile bootstrap intervals, resampling
+    each arm's requests with replacement (the arms independently: they are separate
+    engine runs)."""
+    spec_ok, ar_ok = _usable(spec, steps=True), _usable(ar, steps=False)
+    if not spec_ok or not ar_ok:
+        missing = "speculative" if not spec_ok else "non-speculative"
+        raise MeasureError(
+            f"No usable {missing} request at context {context} (each was flagged or the "
+            "engine reported no decode time or verify steps); see the stored samples."
+        )
+    point = pool(spec_ok, ar_ok)
+    # One seed per row from the caller's generator: a stored run's rows reproduce.
+    seed = (rng or random.Random(0)).randrange(2**32)
+    picks: list[Callable[[Pooled], float]] = [
+        lambda p: p.ar_step_s, lambda p: p.spec_step_s, lambda p: p.needed,
+        lambda p: p.commit, lambda p: p.speedup,
+    ]  # fmt: skip
+    ar_step, spec_step, needed, commit, speedup = bootstrap_many(
+        [spec_ok, ar_ok], [(lambda s, a, f=f: f(pool(s, a))) for f in picks],
+        resamples=resamples, level=level, seed=seed,
+    )  # fmt: skip
+    return BreakevenRow(
+        context=context,
+        ar_step_s=ar_step,
+        spec_step_s=spec_step,
+        needed_commit=needed,
+        measured_commit=commit,
+        speedup=speedup,
+        ar_tok_s=point.ar_tok_s,
+        spec_tok_s=point.spec_tok_s,
+        ar_requests=len(ar_ok),
+        spec_requests=len(spec_ok),
+        repeated=_mean([s.repetition for s in spec_ok if s.repetition is not None]),
+    )
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def breakeven_rows(
+    samples: Sequence[RequestSample],
+    *,
+    spec_hash: str,
+    ar_hash: str,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+) -> list[BreakevenRow]:
+    """The table from a run's samples; the arms are told apart by their flags hash, so a
+    stored breakeven run can be recomputed from its samples alone."""
+    rng = random.Random(seed)
+    contexts = sorted({s.context_tokens for s in samples})
+    rows = []
+    for context in contexts:
+        at = [s for s in samples if s.context_tokens == context]
+        spec = [s for s in at if s.flags_hash == spec_hash]
+        ar = [s for s in at if s.flags_hash == ar_hash]
+        rows.append(breakeven_row(context, spec, ar, resamples=resamples, level=level, rng=rng))
+    return rows
+
+
+def stored_rows(summary: dict[str, Any] | None) -> list[BreakevenRow]:
+    """The rows of a stored breakeven run (`StoredRun.summary`), for the history and the
+    sweeps view; empty for a run that did not finish."""
+    return [BreakevenRow.from_dict(r) for r in (summary or {}).get("rows", [])]
+
+
+def table_lines(rows: Sequence[BreakevenRow]) -> list[str]:
+    """The table as aligned text (the CLI prints it; the sweeps view can show it)."""
+    lines = [
+        f"{'context':>7}  {'AR step ms':<21}{'spec step ms':<21}{'commit needed':<19}"
+        f"{'commit measured':<19}{'speedup':<19}{'pays':<6}repeats"
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.context:>7}  {r.ar_step_s.text('{:.2f}', 1000):<21}"
+            f"{r.spec_step_s.text('{:.2f}', 1000):<21}{r.needed_commit.text():<19}"
+            f"{r.measured_commit.text():<19}{r.speedup.text():<19}"
+            f"{'yes' if r.pays else 'no':<6}{'-' if r.repeated is None else f'{r.repeated:.0%}'}"
+            f"{' (loop)' if r.looping else ''}"
+        )
+    if any(r.looping for r in rows):
+        lines.append(
+            "  (loop): most of the speculative output repeats itself, which a drafter predicts "
+            "easily; the measured commit there is inflated, not earned"
+        )
+    return lines
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BreakevenResult:
+    run_id: int | None
+    rows: list[BreakevenRow]
+    flags_before: dict[str, FlagValue]
+    flags_off: dict[str, FlagValue]
+    flags_after: dict[str, FlagValue] | None
+    off_changes: dict[str, str | None]
+    params: dict[str, Any]
+    seconds: float
+    samples: list[RequestSample] = field(default_factory=list)
+    status: str = "complete"
+    spec_flags_hash: str = ""
+    ar_flags_hash: str = ""
+
+    @property
+    def restored(self) -> bool:
+        return self.flags_after == self.flags_before
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "rows": [r.as_dict() for r in self.rows],
+            "off_changes": self.off_changes,
+            "flags_off": self.flags_off,
+            "flags_after": self.flags_after,
+            "restored": self.restored,
+            "spec_flags_hash": self.spec_flags_hash,
+            "ar_flags_hash": self.ar_flags_hash,
+            "seconds": self.seconds,
+            "interval": f"{LEVEL:.0%} percentile bootstrap over requests, "
+            f"{RESAMPLES} resamples, seed {self.params.get('seed', 0)}",
+            "pooled": "sum of tokens / sum of steps / sum of decode time per context and arm",
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": METHOD,
+            "run_id": self.run_id,
+            "status": self.status,
+            "params": self.params,
+            "flags_before": self.flags_before,
+            **self.summary(),
+        }
+
+
+@dataclass
+class _Progress:
+    total: int
+    tick: Tick | None
+    done: int = 0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.tick:
+            self.tick(self.done, self.total)
+
+
+async def _measure_arm(
+    session: MeasureSession,
+    record: RunRecord,
+    label: str,
+    indices: Sequence[int],
+    *,
+    contexts: Sequence[int],
+    text_type: str,
+    output_tokens: int,
+    progress: _Progress,
+) -> str:
+    """One arm's requests (the repeats `indices` at every context); its flags hash.
+
+    The action slot is held per arm, not per run, so `apply` can restart the engine
+    between the arms."""
+    async with session.service.action(f"a breakeven run ({label})"):
+        arm_facts = await session.facts(refresh=True)
+        if not indices:
+            return arm_facts.flags_hash
+        session.note(f"measuring with {label} at contexts {', '.join(map(str, contexts))}")
+        await methods._warmup(session, text_type)
+        for r in indices:
+            for context in contexts:
+                spec = await session.spec(text_type, context, output_tokens, index=r)
+                await session.measure(spec, record)
+                progress.step()
+        return arm_facts.flags_hash
+
+
+async def run_breakeven(
+    session: MeasureSession,
+    *,
+    contexts: Sequence[int],
+    output_tokens: int = 128,
+    text_type: str = "code",
+    repeat: int = 3,
+    seed: int = 0,
+    timeout: float = 600.0,
+    tick: Tick | None = None,
+) -> BreakevenResult:
+    """Measure both arms at each context and restore the engine's flags, always."""
+    if repeat < 1:
+        raise MeasureError(f"--repeat must be at least 1, not {repeat}.")
+    service = session.service
+    engine = service.profile.engine
+    facts = await session.facts(refresh=True)
+    for context in contexts:
+        session.check_fits(facts, context, output_tokens)
+    session.library.text(text_type)  # an unknown type fails before anything restarts
+    original = dict((await service.current_config()).flags)
+    off_changes = speculation_off(engine, original)
+    plan_off = await service.plan(off_changes)  # refused here, before anything runs
+    launch = await service.store()
+    last_good_before = await launch.last_good()
+    params = {
+        "contexts": list(contexts),
+        "output_tokens": output_tokens,
+        "text_type": text_type,
+        "repeat": repeat,
+        "seed": seed,
+        "off_changes": off_changes,
+    }
+    info = RunInfo(
+        host=service.profile.name, engine=engine, method=METHOD, params=params,
+        flags=facts.flags, engine_version=facts.version,
+    )  # fmt: skip
+    started = time.monotonic()
+    progress = _Progress(2 * len(contexts) * repeat, tick)
+    before = [r for r in range(repeat) if r % 2 == 0]
+    after = [r for r in range(repeat) if r % 2 == 1]
+    async with session.recorded(info) as record:
+
+        async def arm(label: str, indices: Sequence[int]) -> str:
+            return await _measure_arm(
+                session, record, label, indices,
+                contexts=contexts, text_type=text_type, output_tokens=output_tokens,
+                progress=progress,
+            )  # fmt: skip
+
+        result = BreakevenResult(
+            run_id=record.run_id, rows=[], flags_before=original,
+            flags_off=dict(plan_off.new.flags), flags_after=None, off_changes=off_changes,
+            params=params, seconds=0.0,
+        )  # fmt: skip
+        try:
+            result.spec_flags_hash = await arm("speculation on", before)
+            await _off_arm_then_restore(
+                session, plan_off, result, lambda: arm("speculation off", range(repeat)),
+                last_good_before=last_good_before, timeout=timeout,
+            )  # fmt: skip
+            if after:
+                await arm("speculation on, after the restore", after)
+            result.rows = breakeven_rows(
+                record.samples, spec_hash=result.spec_flags_hash,
+                ar_hash=result.ar_flags_hash, seed=seed,
+            )  # fmt: skip
+        finally:
+            # What the run store keeps, whatever ended the block (`recorded` marks it).
+            result.seconds = time.monotonic() - started
+            result.samples = list(record.samples)
+            record.summary = result.summary()
+    result.status = record.status
+    return result
+
+
+async def _off_arm_then_restore(
+    session: MeasureSession,
+    plan_off: Any,
+    result: BreakevenResult,
+    measure_off: Callable[[], Awaitable[str]],
+    *,
+    last_good_before: Any,
+    timeout: float,
+) -> None:
+    """Restart with speculation off, measure, and restore the original flags, always;
+    `result` gets the off arm's flags hash and the flags found after the restore."""
+    service, original = session.service, result.flags_before
+    try:
+        changes = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
+        session.note(f"restarting {service.profile.name} with speculation off ({changes})")
+        applied = await service.apply(plan_off, timeout=timeout)
+        if not applied.ok:
+            raise MeasureError(
+                f"The engine did not come up with speculation off "
+                f"({applied.event.describe()}); its original flags are being restored."
+            )
+        result.ar_flags_hash = await measure_off()
+    finally:
+        result.flags_after, cancelled = await _finish_even_if_cancelled(
+            _restore(session, original, last_good_before, timeout)
+        )
+        if cancelled:
+            raise asyncio.CancelledError
+    if result.flags_after != original:
+        raise MeasureError(
+            f"The engine's flags after the run are not its original ones "
+            f"({result.flags_after} instead of {original}); check `specconsole flags "
+            f"{service.profile.name}` and `specconsole rollback {service.profile.name}`."
+        )
+
+
+async def _finish_even_if_cancelled(coro: Coroutine[Any, Any, T]) -> tuple[T, bool]:
+    """Run `coro` to its end even if this task is cancelled meanwhile (Ctrl-C lands during
+    the restore as easily as before it); returns its result and whether a cancellation
+    came, for the caller to pass on. A second Ctrl-C still stops the process (asyncio
+    raises KeyboardInterrupt then)."""
+    task = asyncio.ensure_future(coro)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled = True
+    return result, cancelled
+
+
+async def _restore(
+    session: MeasureSession,
+    original: dict[str, FlagValue],
+    last_good_before: Any,
+    timeout: float,
+) -> dict[str, FlagValue]:
+    """Put the original flags back through plan + apply; roll back if that fails; keep
+    the last-good config the operator had before the run. Returns the flags after."""
+    service = session.service
+    current = dict((await service.current_config()).flags)
+    if current != original:
+        session.note(
+            f"restoring the original flags on {service.profile.name} (a second Ctrl-C "
+            f"abandons this; `specconsole rollback {service.profile.name}` then restores them)"
+        )
+        plan = await service.plan(restore_changes(current, original))
+        result = await service.apply(plan, timeout=timeout)
+        if not result.ok:
+            session.note(
+                f"the original flags did not come up ({result.event.describe()}); rolling back"
+            )
+            await service.rollback(timeout=timeout)
+    # The restore's apply made the speculation-off config last-good; a rollback after
+    # this run must go where it went before the run (or, with no last-good then, stay on
+    # the original flags).
+    launch = await service.store()
+    config = await service.current_config()
+    if dict(config.flags) == original:
+        await launch.write_last_good(last_good_before or config)
+    return dict(config.flags)

@@ -1,0 +1,124 @@
+"""Explain run B against run A from the history: the verdict without retyping numbers.
+
+A is the baseline, B the observed. Both are lined up point by point (text type, context)
+as `history compare` does; each pair gets `verdict.judge` with both sides' requests, so the
+observed and baseline figures carry their own intervals. Where the runs share no point
+but each measured one text type, that one pair is explained (context growth, a text
+change). The model is fitted from the newest sweep over at least two contexts on A's
+host with A's flags (the baseline's engine: the question is whether B behaves as that
+engine would), else B's flags; never from a one-context baseline run.
+`specconsole history explain` and the TUI's history screen both call `explain_runs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from console.analysis.intervals import usable
+from console.analysis.records import RequestSample
+from console.analysis.verdict import Judgement, Observed, Sweep, judge
+from console.errors import ConsoleError
+from console.store.runs import RunStore, StoredRun
+
+
+class ExplainError(ConsoleError):
+    """Two runs that cannot be explained one against the other."""
+
+
+@dataclass(frozen=True)
+class RunsExplained:
+    """The verdicts on run B against run A, one per point they can be lined up at."""
+
+    a: StoredRun
+    b: StoredRun
+    model_run: int | None  # the sweep run the model is fitted from; None when none fits
+    model_from: str
+    pairs: tuple[tuple[str, Judgement], ...]  # (what is compared, its verdict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": _header(self.a),
+            "b": _header(self.b),
+            "model_run": self.model_run,
+            "model_from": self.model_from,
+            "verdicts": [{"point": label, **j.as_dict()} for label, j in self.pairs],
+        }
+
+    def lines(self) -> list[str]:
+        out = [
+            f"run {self.b.id} ({self.b.info.kind}, flags {self.b.info.flags_hash}) against "
+            f"run {self.a.id} ({self.a.info.kind}, flags {self.a.info.flags_hash}); model from "
+            f"{self.model_from}"
+        ]
+        for label, judged in self.pairs:
+            out += ["", f"{label}:", *("  " + line for line in judged.text().splitlines())]
+        return out
+
+
+def _header(run: StoredRun) -> dict[str, Any]:
+    return {"id": run.id, "kind": run.info.kind, "method": run.info.method,
+            "host": run.info.host, "flags_hash": run.info.flags_hash}  # fmt: skip
+
+
+def _points(run: StoredRun) -> dict[tuple[str, int], list[RequestSample]]:
+    out: dict[tuple[str, int], list[RequestSample]] = {}
+    for s in usable(run.requests):
+        out.setdefault((s.text_type, s.context_tokens), []).append(s)
+    return out
+
+
+def pair_points(
+    a: StoredRun, b: StoredRun
+) -> list[tuple[str, list[RequestSample], list[RequestSample]]]:
+    """(label, A's requests, B's requests) per point both measured; else, when each run
+    measured one point, that pair."""
+    pa, pb = _points(a), _points(b)
+    for run, points in ((a, pa), (b, pb)):
+        if not points:
+            raise ExplainError(
+                f"Run {run.id} ({run.info.kind}) has no usable request samples; explain needs "
+                "two runs of measured requests (prompt, sweep, baseline, ...)."
+            )
+    common = sorted(set(pa) & set(pb))
+    if common:
+        return [(f"{kind} at context {ctx}", pa[(kind, ctx)], pb[(kind, ctx)])
+                for kind, ctx in common]  # fmt: skip
+    if len(pa) == 1 and len(pb) == 1:
+        (ka, ca), (kb, cb) = next(iter(pa)), next(iter(pb))
+        label = f"{ka} at context {ca} -> {kb} at context {cb}"
+        return [(label, pa[(ka, ca)], pb[(kb, cb)])]
+    raise ExplainError(
+        f"Runs {a.id} and {b.id} share no (text, context) point and measured several each; "
+        "explain two runs of one point each, or two runs of the same points."
+    )
+
+
+async def model_sweep(store: RunStore, a: StoredRun, b: StoredRun) -> StoredRun | None:
+    """The newest sweep over two contexts or more on A's host: A's flags first, B's next."""
+    for run in (a, b):
+        found = await store.latest_sweep(a.info.host, flags_hash=run.info.flags_hash)
+        if found is not None:
+            return found
+    return None
+
+
+async def explain_runs(
+    store: RunStore, a: StoredRun, b: StoredRun, *, seed: int = 0
+) -> RunsExplained:
+    """The verdict on run B against run A, per point."""
+    pairs = pair_points(a, b)
+    model = await model_sweep(store, a, b)
+    samples = model.requests if model is not None else ()
+    sweep = Sweep(tuple(samples), a.info.host)
+    source = (
+        f"sweep run {model.id} (flags {model.info.flags_hash})"
+        if model is not None
+        else "no stored sweep over two contexts for these flags"
+    )
+    judged = tuple(
+        (label, judge(sweep, Observed.from_requests(rb, source=f"run {b.id}"),
+                      Observed.from_requests(ra, source=f"run {a.id}"), seed=seed))
+        for label, ra, rb in pairs
+    )  # fmt: skip
+    return RunsExplained(a, b, model.id if model is not None else None, source, judged)

@@ -1,0 +1,121 @@
+"""Before/after and history compare on the real engine: every row's tok/s is exactly its
+commit over its step time, on both sides and in the change, with an interval on each.
+
+One engine process (the bundled pair) serves the module; the baseline is shrunk to two
+text types at one short context with a few tokens, so a flag change with its restarts
+stays short on two cores.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from console.analysis.comparison import FigurePair
+from console.analysis.sample_size import SampleTarget
+from console.config import HostProfile, LaunchProfile
+from console.experiments.baseline import BaselinePlan, BaselineRow, apply_with_baseline
+from console.service import EngineService
+from console.store import RunStore, compare
+from tests.console.conftest import engine_service
+from tests.ports import free_port
+
+pytest.importorskip("engine.serve.app", reason="engine server not available")
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.slow,
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+BUDGET = "speculative-ddtree-budget"
+TARGET = SampleTarget(target_rel=0.05, min_repeat=2, max_repeat=3)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EngineService]:
+    root = tmp_path_factory.mktemp("pooled")
+    profile = HostProfile(
+        name="pooled-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
+        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(root / "state"),
+    )  # fmt: skip
+    async with engine_service(profile, start=True) as svc:
+        yield svc
+
+
+# A tiny baseline: one short context, few tokens, both text types.
+TINY = BaselinePlan(contexts=(64,), output=24, text_types=("code", "prose"), repeat=3)
+
+
+def _exact(pairs: tuple[FigurePair, FigurePair, FigurePair]) -> None:
+    """tok/s = commit / step on both sides and for the change, each with an interval."""
+    tok, commit, step = pairs
+    for side in ("a", "b"):
+        t, c, s = (getattr(p, side) for p in pairs)
+        assert t is not None and t == pytest.approx(c / s, rel=1e-12, abs=0)
+    assert tok.change.ratio == pytest.approx(commit.change.ratio / step.change.ratio, rel=1e-12)
+    for pair in pairs:
+        assert pair.a_interval is not None and pair.b_interval is not None
+        assert pair.a_interval.low <= pair.a <= pair.a_interval.high
+        assert pair.moved is not None and pair.moved.ratio.contains(pair.change.ratio)
+        text = pair.change_text()
+        quiet = text.startswith(("within noise (", "no change (exactly equal)"))
+        assert quiet == (not pair.finding)
+
+
+def _rows_exact(rows: list[BaselineRow]) -> None:
+    assert {r.text_type for r in rows} == {"code", "prose"}
+    for r in rows:
+        _exact((r.decode_tok_s, r.commit_len, r.step_time_s))
+        named = [label for label, _ in r.factors]
+        assert all(label in r.moved for label in named)
+        assert named or r.moved == "neither factor moved beyond noise"
+
+
+async def test_before_after_and_compare_rows_hold_exactly(
+    service: EngineService, tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path / "h.sqlite")
+    plan = await service.plan({BUDGET: "4"})
+    done = await apply_with_baseline(
+        service, plan, timeout=180, store=store, target=TARGET, baseline=TINY
+    )
+    assert done.result.ok and done.after is not None and done.order == "A-B"
+    _rows_exact(done.rows)
+    for r in done.rows:  # the after side read at least the passages the before side did
+        assert 2 <= r.n_before <= r.n_after <= 3
+    lines = done.lines()
+    assert "which factor moved" in lines[0] and "measured A-B" in "\n".join(lines)
+    data = done.as_dict()
+    assert data["rows"][0]["decode_tok_s"]["change_interval"]["ratio"]["low"] > 0
+    assert data["sample_size"]["before"]["max_repeat"] == 3
+
+    # the same two runs, compared from history
+    a, b = await store.run(done.before.run_id), await store.run(done.after.run_id)
+    result = compare(a, b)
+    assert {p.text_type for p in result.points} == {"code", "prose"}
+    for point in result.points:
+        _exact(tuple(point.figure(n) for n in ("decode_tok_s", "commit_len", "step_time_s")))
+    assert result.flags.changed == {BUDGET: (None, 4)} or BUDGET in result.flags.added
+
+
+async def test_a_bracketed_change_measures_the_before_flags_on_both_sides(
+    service: EngineService, tmp_path: Path
+) -> None:
+    store = RunStore(tmp_path / "h.sqlite")
+    before_flags = dict((await service.current_config()).flags)
+    plan = await service.plan({BUDGET: "6"})
+    done = await apply_with_baseline(
+        service, plan, timeout=180, store=store, target=TARGET, bracket=True, baseline=TINY
+    )
+    assert done.result.ok and done.order == "A-B-A-B" and done.before_again is not None
+    assert dict((await service.current_config()).flags)[BUDGET] in (6, "6")  # as asked
+    assert done.before_again.samples[0].flags_hash == done.before.samples[0].flags_hash
+    assert dict(plan.old.flags) == before_flags
+    _rows_exact(done.rows)
+    for r in done.rows:  # both halves of A are in the before side
+        n_first = sum(1 for s in done.before.samples if s.text_type == r.text_type)
+        assert r.n_before > n_first

@@ -1,0 +1,226 @@
+"""The dashboard: the "now" readout, charts that do not mislead (idle gaps, one series
+and mark per source, warm-up left out), GPU telemetry beside step time only where the
+host has GPUs, redraws only on new data, and the layout at 80x24, 100x30 and 160x48."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from textual.pilot import Pilot
+
+from console.analysis.gpu_sample import GpuSample
+from console.analysis.records import LiveSample
+from console.measure.live import WARMUP_NOTE
+from console.tui.app import SpecConsoleApp
+from console.tui.screens import dashboard
+from console.tui.screens.dashboard import (
+    DashboardScreen,
+    chart_series,
+    gpu_series,
+    gpu_text,
+    now_figures,
+    now_lines,
+)
+from console.tui.settings import TuiSettings
+from console.tui.widgets.chart import Chart
+from console.tui.widgets.plotext_render import POINT_MARKER, ChartSeries, render_lines, segments
+from tests.console.tui import fakes
+
+NOW = fakes.T0 + 125.0  # 7 s after the last of fakes.live_samples()
+
+
+def _app(service: fakes.FakeService) -> SpecConsoleApp:
+    return SpecConsoleApp(
+        "gpu1", settings=TuiSettings(theme="dark"), service=service, poll=False, live=False
+    )
+
+
+def _gpus(n: int = 30) -> list[GpuSample]:
+    return [
+        GpuSample(0, utilization_pct=60 + i % 30, memory_used_mib=40_000 + 100 * i,
+                  memory_total_mib=81_920, power_w=250 + i, sm_clock_mhz=1980, t=fakes.T0 + 4 * i)
+        for i in range(n)
+    ]  # fmt: skip
+
+
+# -- the series -----------------------------------------------------------------------
+
+
+def test_idle_gap_is_not_joined() -> None:
+    # Two bursts of log lines ten minutes apart: two runs, not one line across the idle.
+    burst = [LiveSample(t=fakes.T0 + i, source="log", tok_s=100.0) for i in range(5)]
+    later = [LiveSample(t=fakes.T0 + 600 + i, source="log", tok_s=50.0) for i in range(5)]
+    (series,) = chart_series(burst + later)["tok"]
+    assert [len(part) for part in segments(series.points, series.gap)] == [5, 5]
+    text = render_lines([series], 60, 10).plain
+    plot_rows = text.splitlines()[1:-3]
+    # Somewhere between the bursts every row of the plot area is blank.
+    inner = [row[10:-2] for row in plot_rows]
+    blank_columns = [c for c in range(len(inner[0])) if all(r[c] == " " for r in inner)]
+    assert len(blank_columns) > 30
+
+
+def test_sources_are_separate_series_and_requests_are_points() -> None:
+    samples = [
+        LiveSample(t=fakes.T0, source="log", tok_s=100.0, commit_len=3.0),
+        LiveSample(t=fakes.T0 + 1, source="metrics", tok_s=98.0, commit_len=3.1),
+        LiveSample(t=fakes.T0 + 2, source="request", tok_s=95.0, commit_len=2.9),
+    ]
+    tok = chart_series(samples)["tok"]
+    assert [s.label for s in tok] == ["engine log line", "/metrics delta", "measured request"]
+    request = tok[2]
+    assert request.markers and not request.lines
+    assert len({s.slot for s in tok}) == 3  # one colour each, the same in every chart
+    caption = dashboard.live_caption(samples).plain
+    assert "log line" in caption and "request" in caption and "gap: idle" in caption
+
+
+def test_warmup_samples_are_not_traffic() -> None:
+    real = LiveSample(t=fakes.T0, source="log", tok_s=100.0)
+    warm = LiveSample(t=fakes.T0 + 1, source="request", tok_s=5.0, note=WARMUP_NOTE)
+    assert [p for s in chart_series([real, warm])["tok"] for p in s.points] == [(0.0, 100.0)]
+    now = now_figures([real, warm])
+    assert now is not None and now.tok_s == 100.0
+
+
+def test_now_readout_figures_age_and_stale() -> None:
+    samples = fakes.live_samples()
+    now = now_figures(samples)
+    assert now is not None
+    big, text = now_lines(now, now.t + 3)
+    assert big == f"{samples[-1].tok_s:.1f}"
+    assert "<10 s ago" in text.plain and "STALE" not in text.plain
+    assert "40 s ago" in now_lines(now, now.t + 47)[1].plain
+    assert f"ctx {samples[-1].context_tokens}" in text.plain
+    assert f"commit {samples[-1].commit_len:.2f}" in text.plain and "step 31.8ms" in text.plain
+    _, text = now_lines(now, now.t + 240)
+    assert "STALE, 4 min ago" in text.plain
+    big, text = now_lines(None, now.t)
+    assert big == "-" and "no decode yet" in text.plain
+
+
+def test_sweep_points_draw_markers_and_spread_bars() -> None:
+    series = ChartSeries("code", [(64, 100.0), (512, 80.0), (1024, 50.0)], markers=True,
+                         spread=[(90, 110), (70, 85), (45, 52)])  # fmt: skip
+    text = render_lines([series], 50, 12).plain
+    assert text.count(POINT_MARKER) == 3
+    assert "110" in text  # the axis reaches the top of the spread, not just the median
+
+
+def test_gpu_series_and_text() -> None:
+    gpus = _gpus(5)
+    labels = [s.label for s in gpu_series(gpus)]
+    assert labels == ["util %", "mem %"]
+    line = gpu_text(gpus)
+    assert line.startswith("GPU0 64%") and "W" in line and "MHz" in line
+    assert gpu_series([]) == [] and gpu_text([]) == ""
+
+
+# -- the screen -----------------------------------------------------------------------
+
+
+class FakeTelemetry:
+    """GpuTelemetry's interface, without nvidia-smi."""
+
+    def __init__(self, samples: list[GpuSample] | None) -> None:
+        self.samples = samples
+        self.reason = None if samples else "nvidia-smi is not installed on gpu1"
+
+    async def available(self) -> bool:
+        return bool(self.samples)
+
+    async def sample(self) -> list[GpuSample]:
+        return list(self.samples or [])
+
+
+@pytest.mark.parametrize("has_gpu", [True, False])
+async def test_gpu_chart_only_with_gpus(has_gpu: bool, monkeypatch) -> None:
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
+    service = fakes.FakeService()
+    app = _app(service)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.status = await service.status()
+        app.ingest_live(fakes.live_samples())
+        app.live.gpu_telemetry = FakeTelemetry(_gpus(3) if has_gpu else None)  # type: ignore[assignment]
+        app.run_worker(app.live._run_gpu(), group="gpu", exit_on_error=False)
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        gpu_chart = screen.query_one("#chart-gpu", Chart)
+        assert gpu_chart.display is has_gpu
+        if has_gpu:
+            assert app.gpu_samples and gpu_chart.chart_title.startswith("GPU0")
+        else:
+            assert app.gpu_samples == [] and app.live.gpu_reason
+        app.workers.cancel_group(app, "gpu")
+
+
+async def test_charts_draw_only_when_a_sample_arrives(monkeypatch) -> None:
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
+    service = fakes.FakeService()
+    app = _app(service)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.status = await service.status()
+        app.ingest_live(fakes.live_samples())
+        await pilot.pause(0.6)
+        chart = app.screen.query_one("#chart-tok", Chart)
+        drawn = chart.draws
+        assert drawn >= 1
+        await asyncio.sleep(2.5)  # idle: the age ticks, the charts do not redraw
+        await pilot.pause()
+        assert chart.draws == drawn
+        app.ingest_live(requests=fakes.requests())  # a request row, no new sample
+        await pilot.pause(0.6)
+        assert chart.draws == drawn
+        last = fakes.live_samples()[-1]
+        app.ingest_live([LiveSample(t=last.t + 2, source="log", tok_s=90.0)])
+        await pilot.pause(0.6)
+        assert chart.draws == drawn + 1
+
+
+# -- snapshots at the three sizes ------------------------------------------------------
+
+
+def _ready(service: fakes.FakeService, gpus: bool = False):
+    async def run_before(pilot: Pilot) -> None:
+        app = pilot.app
+        app.status = await service.status()
+        app.server_info = await service.server_info()
+        samples = fakes.live_samples()
+        # An idle gap, and measured requests as points among the log lines.
+        samples = [s for s in samples if not 20 <= (s.t - fakes.T0) / 2 < 35]
+        extra = LiveSample(t=fakes.T0 + 60, source="request", tok_s=120.0, commit_len=3.4,
+                           step_time_s=0.028, context_tokens=700)  # fmt: skip
+        samples = sorted([*samples, extra], key=lambda s: s.t)
+        if gpus:
+            app.live.gpu_samples = _gpus()  # arrives with the samples: one draw
+        # One delivery, as the live feed batches them: the charts draw it at once.
+        app.ingest_live(samples, fakes.requests())
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.6)
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_sizes(snap_compare, monkeypatch, size) -> None:
+    pytest.importorskip("pytest_textual_snapshot")
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
+    service = fakes.FakeService()
+    assert snap_compare(_app(service), terminal_size=size, run_before=_ready(service))
+
+
+def test_dashboard_with_gpus(snap_compare, monkeypatch) -> None:
+    pytest.importorskip("pytest_textual_snapshot")
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
+    service = fakes.FakeService()
+    assert snap_compare(_app(service), terminal_size=(160, 48), run_before=_ready(service, True))
+
+
+def test_dashboard_stopped_at_80x24(snap_compare, monkeypatch) -> None:
+    pytest.importorskip("pytest_textual_snapshot")
+    monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
+    service = fakes.FakeService(fakes.status("stopped"))
+    assert snap_compare(_app(service), terminal_size=(80, 24), run_before=_ready(service))

@@ -1,0 +1,206 @@
+"""The console in a real terminal: tmux runs `specconsole connect local`, keys go in with
+send-keys, and `capture-pane -p` reads the screen as an operator would see it.
+
+Pilot tests drive the app inside its own event loop with a headless driver; this is the
+check that the real Linux driver, terminal size, key decoding and the bundled engine all
+work together. The engine is real (profile `local` on a free port, warm-up skipped) and is
+stopped at the end; tmux uses a private socket and no user config.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.console.tui.conftest_web import LocalEngine, local_engine, require_tmux
+
+__all__ = ["local_engine"]  # the fixture, imported for pytest
+
+COLS, ROWS = 160, 48
+
+
+class Tmux:
+    """One detached tmux session on a private server."""
+
+    def __init__(self, tmux: str, workdir: Path, env: dict[str, str]) -> None:
+        self.tmux = tmux
+        self.socket = workdir / "tmux.sock"
+        self.conf = workdir / "tmux.conf"
+        # Keep the pane after the app exits so its last screen stays readable.
+        self.conf.write_text("set -g remain-on-exit on\nset -g default-terminal screen-256color\n")
+        self.env = env
+        self.exit_file = workdir / "exit-status"
+
+    def cmd(self, *args: str) -> str:
+        out = subprocess.run(
+            [self.tmux, "-S", str(self.socket), "-f", str(self.conf), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out.returncode == 0, f"tmux {args[0]} failed: {out.stderr.strip()}"
+        return out.stdout
+
+    def start(self, argv: list[str]) -> None:
+        self.cmd(
+            "new-session", "-d", "-s", "console", "-x", str(COLS), "-y", str(ROWS),
+            "-e", f"SPECCONSOLE_CONFIG_DIR={self.env['SPECCONSOLE_CONFIG_DIR']}",
+            # The shell records the exit status: tmux 3.3 sometimes leaves its dead child
+            # unreaped (a zombie), and then reports no status at all.
+            f"{shlex.join(argv)}; echo $? > {shlex.quote(str(self.exit_file))}",
+        )  # fmt: skip
+
+    def screen(self) -> str:
+        return self.cmd("capture-pane", "-p", "-t", "console")
+
+    def keys(self, *keys: str) -> None:
+        self.cmd("send-keys", "-t", "console", *keys)
+
+    def running(self) -> bool:
+        return not self.exit_file.exists()
+
+    def wait_exit(self, timeout: float) -> str:
+        """The app's exit status, or why there is none."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.exit_file.exists() and self.exit_file.read_text().strip():
+                return self.exit_file.read_text().strip()
+            time.sleep(0.1)
+        return f"no exit within {timeout:.0f} s; screen:\n{self.screen()}"
+
+    def wait_for(self, what: str, test: Callable[[str], bool], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if test(screen):
+                return screen
+            if not self.running():
+                break
+            time.sleep(0.25)
+        pytest.fail(f"the pane never showed {what}; last screen:\n{screen}", pytrace=False)
+
+    def close(self) -> None:
+        subprocess.run(
+            [self.tmux, "-S", str(self.socket), "kill-server"], capture_output=True, timeout=30
+        )
+
+
+@pytest.fixture
+def tmux(tmp_path: Path, local_engine: LocalEngine) -> Iterator[Tmux]:
+    session = Tmux(require_tmux(), tmp_path, local_engine.env)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def _connect_argv() -> list[str]:
+    return [sys.executable, "-m", "console.cli", "connect", "local"]
+
+
+def _dashboard(screen: str) -> bool:
+    return all(
+        part in screen for part in ("decode tok/s", "key flags", "last requests", "d Dashboard")
+    )
+
+
+def test_dashboard_appears_and_starts_the_engine(tmux: Tmux, local_engine: LocalEngine) -> None:
+    tmux.start(_connect_argv())
+    screen = tmux.wait_for("the dashboard", _dashboard, timeout=60)
+    lines = screen.splitlines()
+    assert len(lines) == ROWS and max(len(line) for line in lines) <= COLS
+    tmux.wait_for("the stopped engine", lambda s: "STOPPED" in s, timeout=30)
+    assert "Press S to start it" in tmux.screen()
+
+    tmux.keys("S")
+    ready = re.compile(rf"local\s+builtin\s+ready\s+pid \d+\s+port {local_engine.port}")
+    tmux.wait_for(
+        "the engine ready in the status bar with its pid",
+        lambda s: "READY" in s and ready.search(s.splitlines()[0]) is not None,
+        timeout=240,
+    )
+    # The flag panel now reads the running engine's values.
+    tmux.wait_for("the engine's flags", lambda s: re.search(r"tree budget\s+\d+", s), timeout=30)
+
+    tmux.keys("q")
+    assert tmux.wait_exit(30) == "0", "the console did not quit cleanly on q"
+    # Quitting leaves the service running, as the headless CLI does.
+    status = local_engine.cli("status", "local")
+    assert status.returncode == 0 and "local: ready" in status.stdout, status.stdout + status.stderr
+
+
+def _key(binding_id: str) -> str:
+    """The default key of a binding, from the app's own key table (tmux key names)."""
+    from console.tui import keys
+
+    key = keys.BY_ID[binding_id].keys.split(",")[0].strip()
+    return {"ctrl+r": "C-r", "escape": "Escape"}.get(key, key)
+
+
+def tok_s_of_first_request(screen: str) -> float | None:
+    """The tok/s cell of the first row under a header with tok/s, commit and TTFT columns
+    (the dashboard's "last requests" table, the prompt lab's results)."""
+    lines = screen.splitlines()
+    for i, line in enumerate(lines):
+        if "tok/s" in line and "commit" in line and "TTFT ms" in line and i + 1 < len(lines):
+            column = line.index("tok/s")
+            cell = re.match(r"\s*([0-9]+\.[0-9])", lines[i + 1][column - 2 :])
+            return float(cell.group(1)) if cell else None
+    return None
+
+
+def test_dashboard_shows_tok_s_after_a_prompt(tmux: Tmux, local_engine: LocalEngine) -> None:
+    started = local_engine.cli("start", "local", "--wait", timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    tmux.start(_connect_argv())
+    tmux.wait_for("the dashboard, ready", lambda s: _dashboard(s) and "READY" in s, timeout=90)
+    assert tok_s_of_first_request(tmux.screen()) is None  # no request measured yet
+
+    # The prompt lab with its defaults (a library prompt, exact context, ignore_eos).
+    tmux.keys(_key("prompt-lab"))
+    tmux.wait_for("the prompt lab", lambda s: "generated text" in s and "results" in s, 30)
+    tmux.wait_for("no action running", lambda s: "C cancels" not in s.splitlines()[0], 60)
+    tmux.keys(_key("prompt-run"))
+    screen = tmux.wait_for(
+        "the prompt's result row",
+        lambda s: "request(s)" in s and tok_s_of_first_request(s) is not None,
+        timeout=240,
+    )
+    assert (tok_s_of_first_request(screen) or 0) > 0, screen
+    # Back on the dashboard (leave the form field first so `d` is a key, not text).
+    tmux.keys(_key("prompt-back"))
+    time.sleep(0.5)  # a lone Escape, not the start of alt+d
+    tmux.keys(_key("dashboard"))
+    screen = tmux.wait_for(
+        "the dashboard with the request's tok/s",
+        lambda s: _dashboard(s) and tok_s_of_first_request(s) is not None,
+        timeout=30,
+    )
+    tok_s = tok_s_of_first_request(screen)
+    assert tok_s is not None and tok_s > 0, screen
+
+
+def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
+    tmux: Tmux, local_engine: LocalEngine
+) -> None:
+    # tmux writes one send-keys to the terminal at once: the app reads "1<tab>7" as one
+    # burst, the way fast typing arrives. Pilot cannot deliver keys like this.
+    tmux.start(_connect_argv())
+    tmux.wait_for("the dashboard", _dashboard, timeout=60)
+    tmux.keys(_key("sweeps"))
+    tmux.wait_for("the sweep form", lambda s: "contexts (tokens)" in s, timeout=30)
+    tmux.keys("Tab", "1", "Tab", "7", "Tab", "prose")  # contexts, output tokens, text types
+    tmux.wait_for(
+        "each value in its own field",
+        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+3\b", s) is not None,
+        timeout=10,
+    )

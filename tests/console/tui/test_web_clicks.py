@@ -1,0 +1,86 @@
+"""The browser demo by mouse alone: from the dashboard to a verdict with clicks only.
+
+In a live demo nobody types ctrl+t (the browser would open a tab): every main action
+has a button or a clickable footer key. This drives `specconsole web local` in Debian's
+Chromium with Playwright and never presses a key: it clicks the footer's Service key,
+Start, the footer's Sweeps key, Run sweep, Live figures and Verdict, reading xterm's
+buffer (see test_web.py) to find where each label is drawn.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.tui.conftest_web import LocalEngine, local_engine, wait_for_port
+from tests.console.tui.test_web import READ_SCREEN, _open_console, _serve, browser
+
+__all__ = ["browser", "local_engine"]  # the fixtures, imported for pytest
+
+# Where xterm draws its cells, to turn a (row, column) of the buffer into a click.
+SCREEN_BOX = """() => {
+  const term = window.__xterms[0];
+  const box = term.element.querySelector('.xterm-screen').getBoundingClientRect();
+  return {x: box.left, y: box.top, w: box.width, h: box.height,
+          cols: term.cols, rows: term.rows};
+}"""
+
+
+def _screen(page: Any) -> list[str]:
+    return page.evaluate(READ_SCREEN)["text"].split("\n")
+
+
+def _click_text(page: Any, label: str, *, last: bool = False, timeout: float = 30) -> None:
+    """Click the middle of `label` where xterm shows it (the bottom-most one if `last`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = _screen(page)
+        hits = [(y, row.find(label)) for y, row in enumerate(rows) if label in row]
+        if hits:
+            y, x = hits[-1] if last else hits[0]
+            box = page.evaluate(SCREEN_BOX)
+            cw, ch = box["w"] / box["cols"], box["h"] / box["rows"]
+            page.mouse.click(box["x"] + (x + len(label) / 2) * cw, box["y"] + (y + 0.5) * ch)
+            return
+        page.wait_for_timeout(200)
+    pytest.fail(f"{label!r} never appeared; the screen was:\n" + "\n".join(_screen(page)))
+
+
+def _wait(page: Any, what: str, test: Any, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = "\n".join(_screen(page))
+        if test(text):
+            return text
+        page.wait_for_timeout(250)
+    pytest.fail(f"never saw {what}; the screen was:\n{text}", pytrace=False)
+
+
+def test_the_verdict_is_reached_by_clicking_only(
+    browser: Any, local_engine: LocalEngine, tmp_path: Path
+) -> None:
+    port, server = _serve(local_engine, tmp_path)
+    with server as proc:
+        wait_for_port(port, 60, proc)
+        page, _ = _open_console(browser, f"http://127.0.0.1:{port}/", size=(1500, 950))
+        page.keyboard.press = None  # type: ignore[assignment]  # clicks only, by construction
+        _click_text(page, "s Service", last=True)
+        _click_text(page, "Start (S)")
+        _wait(page, "the engine ready", lambda t: re.search(r"local\s+builtin\s+ready", t))
+        _click_text(page, "w Sweeps", last=True)
+        # Browser-safe keys in a browser: the buttons name r, v and o, not ctrl keys.
+        _wait(page, "the sweeps view", lambda t: "Run sweep (r)" in t and "Verdict (v)" in t)
+        _click_text(page, "Run sweep (r)")
+        _wait(page, "the fitted model", lambda t: "model from this sweep" in t, timeout=240)
+        _click_text(page, "Live figures (o)")
+        _click_text(page, "Verdict (v)")
+        text = _wait(page, "the verdict", lambda t: "(model from this sweep" in t)
+        assert "tok/s" in text
+        page.screenshot(path=str(tmp_path / "verdict.png"))  # kept with the test's tmp dir
+        page.close()
+    assert proc.returncode is not None
