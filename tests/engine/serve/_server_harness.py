@@ -23,7 +23,7 @@ SGLANG_DECODE_RE = (
     r".*?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)"
 )
 TIMESTAMP_RE = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] "
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def serve_cmd(*args: str) -> list[str]:
