@@ -1,4 +1,13 @@
-"""Shared fixtures: tiny random model pairs written to disk like real checkpoints."""
+"""Shared fixtures (tiny random model pairs written to disk like real checkpoints) and the
+rule that splits the suite into two tiers.
+
+The fast tier, `pytest -m "not slow"`, is what a developer runs between changes: tests in
+this process (pure code, Textual pilots, snapshots, in-process servers). A test is slow
+when it needs a real part outside the test process (an engine server, sshd, tmux,
+Chromium, the engines' own parser venvs, vLLM) or trains or benchmarks a model: it is
+marked so by the fixtures it uses (`SLOW_FIXTURES`), or by its module's `pytestmark`
+where it starts the part itself. CI runs both tiers.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,30 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
+
+# Fixtures that start a real part outside the test process; a test using one is slow.
+SLOW_FIXTURES = frozenset(
+    {
+        "server",  # `specengine serve` on the tiny pair (tests/engine)
+        "engine",  # a builtin engine process (live samples)
+        "local_engine",  # `local` started through the console (web, tmux)
+        "local_host",  # a builtin engine profile that measurement commands start
+        "host",  # the break-even end-to-end host
+        "sshd_server",
+        "restartable_sshd",
+        "gpu_sshd",
+        "sshd",
+        "tmux",
+        "browser",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
 
 
 @pytest.fixture(scope="session")
