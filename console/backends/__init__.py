@@ -4,7 +4,7 @@ requests and their figures, speculation on/off, what status shows."""
 
 from __future__ import annotations
 
-from console.backends.adapter import EngineAdapter, Speculation
+from console.backends.adapter import Bind, EngineAdapter, Speculation
 from console.backends.builtin.adapter import BuiltinAdapter
 from console.backends.schema import FlagSchema, FlagSpec, flags_to_argv
 from console.backends.schema_discovery import DiscoveredSchema, host_command
@@ -44,6 +44,7 @@ def all_adapters() -> list[EngineAdapter]:
 __all__ = [
     "ADAPTERS",
     "Backend",
+    "Bind",
     "BuiltinAdapter",
     "BuiltinBackend",
     "DiscoveredSchema",

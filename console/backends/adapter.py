@@ -22,11 +22,13 @@ from __future__ import annotations
 import os
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from console.analysis.records import LiveSample
 from console.backends import schema_discovery
+from console.backends.failure import exception_after, root_cause
 from console.backends.introspect import CheckResult
 from console.backends.logparse import LogEvent, parse_loading, parse_ready
 from console.backends.notes import CuratedFlag
@@ -60,6 +62,31 @@ class Speculation:
         return {"method": self.method, "draft_tokens": self.draft_tokens, "drafter": self.drafter}
 
 
+LOOPBACK = "127.0.0.1"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+@dataclass(frozen=True)
+class Bind:
+    """The address an engine listens on, as its flags (or its default) say."""
+
+    address: str
+    from_flag: bool  # False: the engine's own default
+
+    @property
+    def wide(self) -> bool:
+        return self.address not in LOOPBACK_NAMES and not self.address.startswith("127.")
+
+    def warning(self) -> str | None:
+        if not self.wide:
+            return None
+        where = "every interface" if self.address in ("", "0.0.0.0", "::") else self.address
+        return (
+            f"the engine binds {self.address or '*'} ({where}): anyone on the network can "
+            f"reach it; set host={LOOPBACK} to keep it on loopback"
+        )
+
+
 class EngineAdapter(ABC):
     kind: ClassVar[str] = ""
 
@@ -70,6 +97,12 @@ class EngineAdapter(ABC):
     notes: tuple[CuratedFlag, ...] = ()
     model_flag = "model-path"
     draft_flag: str | None = "speculative-draft-model-path"
+    #: the flag that sets the listen address, and what the engine binds without it
+    bind_flag = "host"
+    default_bind = ""
+    #: new services get `--host 127.0.0.1` unless the profile sets a host (the console
+    #: reaches the engine through its transport, so nothing else needs to)
+    pin_loopback = True
 
     def launcher(self, launch: LaunchProfile) -> list[str]:
         if launch.command:
@@ -90,16 +123,31 @@ class EngineAdapter(ABC):
             flags[self.draft_flag] = profile.draft_model_path
         flags.update(profile.flags)
         flags.setdefault("port", profile.port)
+        if self.pin_loopback and self.bind_flag:
+            flags.setdefault(self.bind_flag, LOOPBACK)
         return flags
+
+    def bind(self, flags: dict[str, FlagValue]) -> Bind:
+        value = flags.get(self.bind_flag) if self.bind_flag else None
+        if value in (None, ""):
+            return Bind(self.default_bind, from_flag=False)
+        return Bind(str(value), from_flag=True)
 
     def launch_argv(
         self, profile: HostProfile, flags: dict[str, FlagValue], schema: FlagSchema | None = None
     ) -> list[str]:
         return [*self.launcher(profile.launch), *flags_to_argv(flags, schema)]
 
-    def launch_problem(self, log_tail: tuple[str, ...] | list[str]) -> str | None:
+    def launch_problem(self, log_tail: Sequence[str]) -> str | None:
         """One sentence for a start failure this engine is known for, or None."""
         return None
+
+    def diagnose_failure(self, lines: Sequence[str]) -> tuple[str, str]:
+        """(root-cause line, hint) of a failed start from its log lines, oldest first."""
+        first = root_cause(lines)
+        detail = exception_after(lines, first) if first else ""
+        cause = f"{first} -> {detail}" if detail and detail not in first else first
+        return cause, self.launch_problem(lines) or ""
 
     # -- flag schema --------------------------------------------------------------------
     #: what identifies the install: distributions (any), top-level package, flags source

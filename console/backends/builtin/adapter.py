@@ -33,6 +33,9 @@ class BuiltinAdapter(SGLangAdapter):
         "check_static": ("engine.serve.args:check_static",),
     }
 
+    default_bind = "127.0.0.1"  # engine/serve/args.py: --host defaults to loopback
+    pin_loopback = False
+
     reports_round_stats = True
     tree_budget_flag = "speculative-ddtree-budget"
 

@@ -40,6 +40,7 @@ class SGLangAdapter(EngineAdapter):
     ready_markers = (SGLANG_READY,)
     notes = SGLANG_NOTES
     log_parsers = (parse_sglang_decode, parse_sglang_prefill)
+    default_bind = "127.0.0.1"  # ServerArgs.host's default
 
     dists = ("sglang",)
     package = "sglang"

