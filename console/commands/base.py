@@ -69,6 +69,10 @@ def print_event(event: LifecycleEvent) -> None:
 
 def print_failure(event: LifecycleEvent) -> None:
     err(f"The engine failed: {event.describe()}.")
+    if event.hint:
+        err(f"  {event.hint}")
+    if event.root_cause:
+        err(f"  root cause (first error in its log): {event.root_cause}")
     if event.log_tail:
         err(f"Last {len(event.log_tail)} log lines:")
         for line in event.log_tail:

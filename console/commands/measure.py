@@ -420,7 +420,7 @@ async def stored_live_window(store: RunStore | None, host: str, window_s: float)
 
 async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        if service.profile.engine != "builtin":
+        if not service.backend.reports_round_stats:
             raise ConsoleError(
                 "bench fidelity needs per-round timing from the engine, which only the builtin "
                 "engine reports; run it against a builtin host."

@@ -39,12 +39,12 @@ from typing import Any, TypeVar
 from console.analysis.intervals import LEVEL, RESAMPLES, Interval, bootstrap_many
 from console.analysis.records import RequestSample, RunInfo
 from console.analysis.round_curve import LOOP_SHARE
+from console.backends import EngineAdapter, UnknownEngine, get_adapter
 from console.config import FlagValue
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 
 METHOD = "breakeven"
-VLLM_SPEC_FLAGS = ("speculative-config", "speculative-model", "num-speculative-tokens")
 
 Tick = Callable[[int, int], None]
 T = TypeVar("T")
@@ -53,16 +53,18 @@ T = TypeVar("T")
 # -- which flags switch speculation off ------------------------------------------------------
 
 
+def _adapter(engine: str) -> EngineAdapter:
+    try:
+        return get_adapter(engine)
+    except UnknownEngine:
+        raise MeasureError(
+            f"Break-even does not know how to switch speculation off on {engine}."
+        ) from None
+
+
 def speculating(engine: str, flags: dict[str, FlagValue]) -> bool:
-    """Whether an engine with these flags decodes speculatively."""
-    if engine == "builtin":
-        # Unset means the engine's default, DDTREE.
-        return str(flags.get("speculative-algorithm", "DDTREE")).upper() != "NONE"
-    if engine == "sglang":
-        return flags.get("speculative-algorithm") not in (None, "", "None")
-    if engine == "vllm":
-        return any(flags.get(name) not in (None, "") for name in VLLM_SPEC_FLAGS)
-    raise MeasureError(f"Break-even does not know how to switch speculation off on {engine}.")
+    """Whether an engine with these flags decodes speculatively (its adapter says)."""
+    return _adapter(engine).speculating(flags)
 
 
 def speculation_off(engine: str, flags: dict[str, FlagValue]) -> dict[str, str | None]:
@@ -72,11 +74,7 @@ def speculation_off(engine: str, flags: dict[str, FlagValue]) -> dict[str, str |
             "Speculation is already off with these flags, so there is nothing to break even "
             "against; turn it on first (e.g. `specconsole set HOST speculative-algorithm=...`)."
         )
-    if engine == "builtin":
-        return {"speculative-algorithm": "NONE"}
-    if engine == "sglang":
-        return {name: None for name in flags if name.startswith("speculative-")}
-    return {name: None for name in VLLM_SPEC_FLAGS if name in flags}
+    return _adapter(engine).speculation_off(flags)
 
 
 def _raw(value: FlagValue) -> str:

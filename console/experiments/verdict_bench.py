@@ -48,6 +48,7 @@ from console.analysis.decompose import FitError
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import TARGET_REL, SampleTarget, narrow_enough
 from console.analysis.verdict import Judgement, Observed, Outcome, Sweep, judge
+from console.backends import get_adapter
 from console.config import FlagValue
 from console.experiments.breakeven import (
     _finish_even_if_cancelled,
@@ -82,12 +83,13 @@ class Point:
 
 
 def _smaller_tree(engine: str, flags: dict[str, FlagValue]) -> dict[str, str | None]:
-    if engine != "builtin":
+    budget_flag = get_adapter(engine).tree_budget_flag
+    if budget_flag is None:
         raise MeasureError(
             "The tree-budget scenario needs the bundled engine's "
             "speculative-ddtree-budget flag; leave it out with --scenarios."
         )
-    return {"speculative-ddtree-budget": str(TREE_BUDGET)}
+    return {budget_flag: str(TREE_BUDGET)}
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from console.analysis.records import RequestSample, RunInfo, RunStatus, flags_hash
+from console.backends import get_adapter
 from console.errors import ConsoleError, TransportError
 from console.measure.gpu import record_gpus
 from console.measure.prompts import PromptLibrary, window
-from console.measure.request_measurement import NATIVE_ENGINES, RequestSpec, measure_request
+from console.measure.request_measurement import RequestSpec, measure_request
 from console.service.engine_client import EngineRequestError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 
@@ -131,9 +132,10 @@ class MeasureSession:
             if limit is None and info.get(key):
                 limit = info[key]
         version = info.get("version")
-        if version is None and self.engine == "vllm":
+        version_path = get_adapter(self.engine).version_path
+        if version is None and version_path is not None:
             with contextlib.suppress(EngineRequestError):
-                response = await client.request("GET", "/version", timeout=10.0)
+                response = await client.request("GET", version_path, timeout=10.0)
                 if response.status_code == 200:
                     version = response.json().get("version")
         self._facts = EngineFacts(
@@ -295,4 +297,5 @@ class MeasureSession:
 
 
 def engine_uses_native(engine: str) -> bool:
-    return engine in NATIVE_ENGINES
+    """Whether the engine's requests are measured without scraping /metrics around them."""
+    return not get_adapter(engine).scrapes_around_requests

@@ -21,15 +21,31 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
+from console.backends.wire import (
+    MetricSample,
+    MetricsScrape,
+    StreamEvent,
+    TimedResponse,
+    parse_metrics,
+)
 from console.errors import ConsoleError, TransportError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport
+
+__all__ = [
+    "EngineClient",
+    "EngineRequestError",
+    "EngineUnreachable",
+    "MetricSample",
+    "MetricsScrape",
+    "StreamEvent",
+    "TimedResponse",
+    "parse_metrics",
+]
 
 # A long decode at long context on a big model can take minutes (the settings' default).
 REQUEST_TIMEOUT = DEFAULT_SETTINGS.request_timeout_s
@@ -45,61 +61,6 @@ class EngineRequestError(ConsoleError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True)
-class StreamEvent:
-    """One SSE `data:` event and when it arrived (seconds since the request was sent)."""
-
-    t: float
-    data: dict[str, Any]
-
-
-@dataclass
-class TimedResponse:
-    """A response with the client's timing. `body` is the JSON (non-streamed) or the last
-    JSON event of the stream (the one carrying the final meta_info / usage)."""
-
-    status: int
-    body: dict[str, Any]
-    latency_s: float  # sent -> complete
-    events: list[StreamEvent] = field(default_factory=list)
-    streamed: bool = False
-
-
-@dataclass(frozen=True)
-class MetricSample:
-    name: str  # as exposed, e.g. `vllm:spec_decode_num_drafts_total`
-    labels: dict[str, str]
-    value: float
-
-
-@dataclass
-class MetricsScrape:
-    """One `/metrics` page: every sample by its exposed name, and when it was read."""
-
-    t: float
-    samples: dict[str, list[MetricSample]]
-
-    def total(self, name: str) -> float | None:
-        """The sum over all label sets of one sample name (None if the engine lacks it)."""
-        found = self.samples.get(name)
-        return None if not found else sum(s.value for s in found)
-
-    def first_of(self, *names: str) -> float | None:
-        for name in names:
-            value = self.total(name)
-            if value is not None:
-                return value
-        return None
-
-
-def parse_metrics(text: str, t: float | None = None) -> MetricsScrape:
-    samples: dict[str, list[MetricSample]] = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples.setdefault(s.name, []).append(MetricSample(s.name, dict(s.labels), s.value))
-    return MetricsScrape(t=time.time() if t is None else t, samples=samples)
 
 
 def _error_reason(response: httpx.Response) -> str:

@@ -181,7 +181,12 @@ class EngineService:
         return f"{self.profile.engine} on {self.profile.name}"
 
     def _new_lifecycle(self, initial: State = "stopped") -> Lifecycle:
-        return Lifecycle(self.backend.parse_log, initial, events=self.events)
+        return Lifecycle(
+            self.backend.parse_log,
+            initial,
+            events=self.events,
+            diagnose=self.backend.diagnose_failure,
+        )
 
     # -- config ---------------------------------------------------------------------
 
@@ -218,10 +223,16 @@ class EngineService:
         return existing or self.config_for(self.backend.initial_flags(self.profile))
 
     async def status(self) -> ServiceStatus:
+        """The state; before the first start also the config a start would launch."""
         supervisor = await self.supervisor()
         config = await (await self.store()).current()
+        planned = None
+        if config is None:
+            with contextlib.suppress(ConsoleError):
+                await self.schema()  # the installed engine's spellings, as a start uses
+            planned = self.config_for(self.backend.initial_flags(self.profile))
         return await read_status(
-            self.profile, self.backend, supervisor, config, await self.client()
+            self.profile, self.backend, supervisor, config, await self.client(), planned
         )
 
     # -- lifecycle ------------------------------------------------------------------

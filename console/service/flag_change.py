@@ -42,6 +42,19 @@ class FlagPlan:
     def changed(self) -> bool:
         return bool(self.diff)
 
+    def as_dict(self) -> dict[str, object]:
+        """What `set --dry-run --json` prints: the planned command line beside the old."""
+        return {
+            "changed": self.changed,
+            "diff": self.diff,
+            "notices": list(self.notices),
+            "checked_by": self.checked_by,
+            "old_flags": self.old.flags if self.old else None,
+            "old_argv": self.old.argv if self.old else None,
+            "flags": self.new.flags,
+            "argv": self.new.argv,
+        }
+
 
 @dataclass
 class ApplyResult:

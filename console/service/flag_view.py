@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from console.backends.schema import FlagSchema, FlagSpec
@@ -134,6 +134,7 @@ class FlagView:
     current: dict[str, FlagValue]  # the launch config, keyed by the engine's spelling
     info: Mapping[str, Any] | None = None  # /get_server_info, when the engine answered
     rows: tuple[FlagRow, ...] = field(default=())
+    warnings: tuple[str, ...] = ()  # e.g. a bind wider than loopback
 
     @property
     def source(self) -> str:
@@ -249,5 +250,17 @@ async def read_flag_view(
     if info is None and ask_engine:
         info = await engine_reports(service)
     if discovered is None:
-        return build_flag_view(None, {}, config.flags, info)
-    return build_flag_view(discovered.schema, discovered.roles, config.flags, info)
+        view = build_flag_view(None, {}, config.flags, info)
+    else:
+        view = build_flag_view(discovered.schema, discovered.roles, config.flags, info)
+    return replace(view, warnings=launch_warnings(service, config.flags))
+
+
+def launch_warnings(service: object, flags: Mapping[str, FlagValue]) -> tuple[str, ...]:
+    """What an operator should know about these flags before anything else (the engine's
+    adapter says: a bind wider than loopback)."""
+    adapter = getattr(service, "backend", None)
+    if adapter is None:
+        return ()
+    warning = adapter.bind(dict(flags)).warning()
+    return (warning,) if warning else ()

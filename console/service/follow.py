@@ -7,7 +7,13 @@ import contextlib
 
 from console.errors import TransportError
 from console.service.engine_client import EngineClient
-from console.service.lifecycle import LOG_TAIL, TERMINAL, Lifecycle, LifecycleEvent, log_segments
+from console.service.lifecycle import (
+    FAILURE_LINES,
+    TERMINAL,
+    Lifecycle,
+    LifecycleEvent,
+    log_segments,
+)
 from console.service.supervisor import Supervisor
 
 
@@ -53,5 +59,5 @@ async def follow_until_settled(
             await pump
     if lifecycle.state == "failed":
         with contextlib.suppress(TransportError):
-            lifecycle.with_log_tail(await supervisor.log_tail(LOG_TAIL))
+            lifecycle.with_log_tail(await supervisor.log_tail(FAILURE_LINES))
     return lifecycle.current

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from console.backends.logparse import LoadingProgress, LogEvent, Ready
@@ -26,6 +26,11 @@ from console.service.supervisor import SupervisorState
 State = Literal["stopped", "stopping", "starting", "loading", "ready", "failed"]
 TERMINAL: frozenset[State] = frozenset({"ready", "failed", "stopped"})
 LOG_TAIL = 50
+# How far back a failed start's log is searched for its root cause: vLLM's API server
+# prints a long traceback after the failing process's own error.
+FAILURE_LINES = 4000
+# (root-cause line, hint sentence) from a failed start's log, by the engine's adapter.
+Diagnose = Callable[[Sequence[str]], tuple[str, str]]
 HEALTHY = "/health answers 200"
 
 
@@ -37,6 +42,8 @@ class LifecycleEvent:
     exit_code: int | None = None
     log_tail: tuple[str, ...] = ()
     at: float = field(default_factory=time.time)
+    root_cause: str = ""  # a failure's first fatal/ERROR line of the failing process
+    hint: str = ""  # a sentence for a failure the engine's adapter knows
 
     def describe(self) -> str:
         text = self.state
@@ -47,14 +54,21 @@ class LifecycleEvent:
         return f"{text}: {self.message}" if self.message else text
 
 
-def exited_event(exit_code: int | None, log_tail: Iterable[str] = ()) -> LifecycleEvent:
-    """The engine process is gone: failed, with its exit code and last log lines."""
+def exited_event(
+    exit_code: int | None, log_tail: Iterable[str] = (), *, diagnose: Diagnose | None = None
+) -> LifecycleEvent:
+    """The engine process is gone: failed, with its exit code and last log lines (and,
+    with `diagnose`, the root-cause line and hint found in all of `log_tail`)."""
     code = "an unknown code" if exit_code is None else f"code {exit_code}"
+    lines = list(log_tail)
+    root, hint = diagnose(lines) if diagnose is not None else ("", "")
     return LifecycleEvent(
         "failed",
         message=f"the engine exited with {code}",
         exit_code=exit_code,
-        log_tail=tuple(log_tail),
+        log_tail=tuple(lines[-LOG_TAIL:]),
+        root_cause=root,
+        hint=hint,
     )
 
 
@@ -86,8 +100,10 @@ class Lifecycle:
         initial: State = "stopped",
         *,
         events: Broadcast[LifecycleEvent] | None = None,
+        diagnose: Diagnose | None = None,
     ):
         self._parse_log = parse_log
+        self._diagnose = diagnose
         self.current = LifecycleEvent(initial)
         self.history: list[LifecycleEvent] = [self.current]
         self.log_lines: deque[str] = deque(maxlen=LOG_TAIL)
@@ -118,7 +134,7 @@ class Lifecycle:
                 self._emit(LifecycleEvent("starting", message=sup.detail))
         elif sup.state == "exited":
             if self.state != "failed":
-                self._emit(exited_event(sup.exit_code, self.log_lines))
+                self._emit(exited_event(sup.exit_code, self.log_lines, diagnose=self._diagnose))
         elif self.state != "stopped":
             self._emit(LifecycleEvent("stopped", message=sup.detail))
 
@@ -149,10 +165,15 @@ class Lifecycle:
         self._emit(LifecycleEvent("failed", message=message, exit_code=exit_code, log_tail=tail))
 
     def with_log_tail(self, lines: list[str]) -> None:
-        """Replace a failure's log tail with the authoritative one read from the host."""
+        """Replace a failure's log tail with the authoritative one read from the host (the
+        root cause and hint are looked for in all of `lines`)."""
         if self.state == "failed" and lines:
             cur = self.current
-            self.current = LifecycleEvent(
-                "failed", cur.percent, cur.message, cur.exit_code, tuple(lines[-LOG_TAIL:]), cur.at
+            root, hint = cur.root_cause, cur.hint
+            if self._diagnose is not None:
+                found_root, found_hint = self._diagnose(lines)
+                root, hint = found_root or root, found_hint or hint
+            self.current = replace(
+                cur, log_tail=tuple(lines[-LOG_TAIL:]), root_cause=root, hint=hint
             )
             self.history[-1] = self.current

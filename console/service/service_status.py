@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.backends import Backend
+from console.backends import Backend, Bind, Speculation
 from console.config import HostProfile
 from console.service.engine_client import EngineClient
 from console.service.launch import LaunchConfig
-from console.service.lifecycle import HEALTHY, LOG_TAIL, State, exited_event, loading_percent
+from console.service.lifecycle import (
+    FAILURE_LINES,
+    HEALTHY,
+    State,
+    exited_event,
+    loading_percent,
+)
 from console.service.supervisor import Supervisor
 
 PROGRESS_LINES = 200  # how far back the log is searched for a loading percent
@@ -33,8 +39,19 @@ class ServiceStatus:
     message: str = ""
     log_tail: tuple[str, ...] = ()
     config: LaunchConfig | None = None
+    planned: LaunchConfig | None = None  # stopped with no launch config: what start would run
+    speculation: Speculation | None = None
+    bind: Bind | None = None
+    root_cause: str = ""  # a failure's first fatal/ERROR line, from the engine's log
+    hint: str = ""  # one sentence for a failure the engine's adapter recognises
+
+    @property
+    def launch(self) -> LaunchConfig | None:
+        """The config the engine runs (or ran) with, else the one a start would use."""
+        return self.config or self.planned
 
     def as_dict(self) -> dict[str, object]:
+        launch = self.launch
         return {
             "host": self.host,
             "engine": self.engine,
@@ -46,8 +63,14 @@ class ServiceStatus:
             "exit_code": self.exit_code,
             "message": self.message,
             "log_tail": list(self.log_tail),
-            "flags": self.config.flags if self.config else None,
-            "argv": self.config.argv if self.config else None,
+            "flags": launch.flags if launch else None,
+            "argv": launch.argv if launch else None,
+            "argv_planned": self.config is None and launch is not None,
+            "speculation": self.speculation.as_dict() if self.speculation else None,
+            "bind": self.bind.address if self.bind else None,
+            "bind_wide": self.bind.wide if self.bind else None,
+            "root_cause": self.root_cause,
+            "hint": self.hint,
         }
 
 
@@ -57,9 +80,11 @@ async def read_status(
     supervisor: Supervisor,
     config: LaunchConfig | None,
     client: EngineClient,
+    planned: LaunchConfig | None = None,
 ) -> ServiceStatus:
     sup = await supervisor.state()
     port = (config.port if config else None) or profile.port
+    flags = (config or planned).flags if (config or planned) else {}
     base = {
         "host": profile.name,
         "engine": profile.engine,
@@ -67,16 +92,22 @@ async def read_status(
         "pid": sup.pid,
         "port": port,
         "config": config,
+        "planned": None if config else planned,
+        "speculation": backend.speculation(flags),
+        "bind": backend.bind(flags),
     }
     if sup.state == "stopped":
         return ServiceStatus(state="stopped", **base)
     if sup.state == "exited":
-        failed = exited_event(sup.exit_code, await supervisor.log_tail(LOG_TAIL))
+        lines = await supervisor.log_tail(FAILURE_LINES)
+        failed = exited_event(sup.exit_code, lines, diagnose=backend.diagnose_failure)
         return ServiceStatus(
             state="failed",
             exit_code=failed.exit_code,
             message=failed.message,
             log_tail=failed.log_tail,
+            root_cause=failed.root_cause,
+            hint=failed.hint,
             **base,
         )
     if await client.healthy():

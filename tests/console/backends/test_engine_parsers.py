@@ -237,7 +237,8 @@ BATCH_PARSE = r"""
 import importlib.util, json, os, sys
 spec = importlib.util.spec_from_file_location("hostprobe", os.environ["SPECCONSOLE_PROBE"])
 probe = importlib.util.module_from_spec(spec); spec.loader.exec_module(probe)
-parser, _, _ = probe.BUILDERS[sys.argv[1]]()
+parser, _, _ = probe.BUILDERS[sys.argv[1]](
+    json.loads(os.environ["SPECCONSOLE_PROBE_MODULES"]))
 def refuse(message): raise ValueError(message)
 parser.error = refuse
 out = []
@@ -251,7 +252,7 @@ print("@@batch@@ " + json.dumps(out))
 
 
 def _parse_many(engine: str, argvs: list[list[str]]) -> list[dict]:
-    env = capture_engines.engine_env(engine) | {"SPECCONSOLE_PROBE": str(capture_engines.PROBE)}
+    env = capture_engines.probe_env(engine)
     out = subprocess.run(
         [str(_venv_python(engine)), "-c", BATCH_PARSE, engine],
         input=json.dumps(argvs), capture_output=True, text=True, env=env, timeout=600,

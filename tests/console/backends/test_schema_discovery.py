@@ -7,6 +7,7 @@ launcher that is not Python stands in for an engine whose parser cannot be built
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -144,7 +145,9 @@ def test_a_host_without_engine_serve_gets_a_reason(tmp_path: Path, old_install: 
     # -S: no site-packages, so only the folder it runs in can supply `engine`.
     done = subprocess.run(
         [sys.executable, "-S", *probe_command([])],
-        input=json.dumps({"op": "dump", "kind": "builtin"}),
+        input=json.dumps(get_backend("builtin").probe_request("dump")),
+        # PYTHONPATH would supply this checkout's engine even under -S
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -26,7 +26,8 @@ from console.measure.live_samples import (
     sample_from_scrapes,
 )
 from console.service.engine_client import parse_metrics
-from tests.console.backends.test_logparse import sglang_mixin_line, vllm_line
+from tests.console.backends.sglang.test_logparse import sglang_mixin_line
+from tests.console.backends.vllm.test_logparse import vllm_line
 from tests.ports import free_port
 
 pytestmark = pytest.mark.timeout(180)

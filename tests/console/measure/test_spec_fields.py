@@ -1,6 +1,7 @@
-"""The engines' newest spec-decode fields, on fixtures in their real formats (see
-fixtures/spec_fields/README.md for the one request they all describe), read by the
-parsers, by a measured request, and by the live /metrics path."""
+"""The engines' spec-decode fields through the console's own paths: a measured request
+against a server answering with the real-format fixtures (see fixtures/spec_fields/README.md),
+and live samples from real-format /metrics pages. Each engine's readers are tested in
+tests/console/backends/<kind>/test_spec_fields.py."""
 
 from __future__ import annotations
 
@@ -35,83 +36,6 @@ def _check_request(spec: spec_fields.SpecDetails | None, source: str) -> None:
     assert spec is not None and spec.source == source
     assert spec.verify_steps == 20 and spec.accepted_drafts == 37
     assert spec.commit_len == pytest.approx(2.85)
-
-
-@pytest.mark.parametrize(
-    ("fixture", "source"),
-    [
-        ("sglang_generate_current.json", spec_fields.SGLANG_META),
-        ("sglang_generate_legacy.json", spec_fields.SGLANG_META_LEGACY),
-    ],
-)
-def test_sglang_meta_info_current_and_legacy_names(fixture: str, source: str) -> None:
-    spec = spec_fields.from_sglang_meta(_json(fixture)["meta_info"])
-    _check_request(spec, source)
-    assert spec is not None
-    assert spec.proposed_drafts == 60 and spec.accept_rate == pytest.approx(37 / 60)
-    assert spec.histogram == HISTOGRAM
-    assert spec.per_position == pytest.approx(POSITIONS)
-    assert spec.engine_accept_length == pytest.approx(2.9)  # SGLang's N / steps, kept apart
-
-
-def test_sglang_oldest_meta_info_has_verify_steps_only() -> None:
-    spec = spec_fields.from_sglang_meta(_json("sglang_generate_oldest.json")["meta_info"])
-    assert spec is not None and spec.source == spec_fields.SGLANG_META_STEPS
-    assert spec.verify_steps == 20 and spec.accepted_drafts is None and spec.commit_len is None
-
-
-def test_no_speculation_is_no_spec_details() -> None:
-    assert spec_fields.from_sglang_meta({"completion_tokens": 5, "spec_verify_ct": 0}) is None
-    assert spec_fields.from_sglang_meta({"completion_tokens": 5}) is None
-    assert spec_fields.from_openai_body({"choices": [{"text": "x"}], "metrics": None}) is None
-    assert spec_fields.from_openai_body({"metrics": {"speculative_decoding": None}}) is None
-
-
-def test_sglang_openai_sglext_spec_tokens_details() -> None:
-    body = _json("sglang_completion_sglext.json")
-    spec = spec_fields.from_openai_body(body)
-    _check_request(spec, spec_fields.SGLANG_SGLEXT)
-    assert spec is not None and spec.histogram == HISTOGRAM
-    # a build that puts sglext on the choice instead reads the same
-    moved = dict(body)
-    ext = moved.pop("sglext")
-    moved["choices"] = [{**body["choices"][0], "sglext": ext}]
-    assert spec_fields.from_openai_body(moved) == spec
-
-
-def test_vllm_per_request_detailed_block() -> None:
-    spec = spec_fields.from_openai_body(_json("vllm_completion_detailed.json"))
-    _check_request(spec, spec_fields.VLLM_PER_REQUEST)
-    assert spec is not None
-    assert spec.proposed_drafts == 60 and spec.histogram == HISTOGRAM
-    assert spec.per_step_accepted is not None and len(spec.per_step_accepted) == 20
-    assert sum(spec.per_step_accepted) == 37
-    assert spec.engine_accept_length == pytest.approx(spec.commit_len)  # vLLM: 1 + acc/steps
-    assert spec.per_position == pytest.approx(POSITIONS)
-    summary = _json("vllm_completion_detailed.json")
-    del summary["metrics"]["speculative_decoding"]["per_step_accepted"]  # `summary` mode
-    assert spec_fields.from_openai_body(summary).per_step_accepted is None  # type: ignore[union-attr]
-
-
-def test_vllm_per_position_counters_over_a_window() -> None:
-    before = _scrape("vllm_metrics_before.txt", 100.0)
-    after = _scrape("vllm_metrics_after.txt", 101.0)
-    assert spec_fields.vllm_position_rates(before, after) == pytest.approx(POSITIONS)
-    spec = spec_fields.vllm_request_delta(before, after)
-    _check_request(spec, spec_fields.VLLM_METRICS_DELTA)
-    assert spec is not None and spec.per_position == pytest.approx(POSITIONS)
-    assert spec_fields.vllm_position_rates(after, after) is None  # no drafts in the window
-
-
-def test_sglang_verify_calls_counter_gives_exact_window_commit() -> None:
-    before = _scrape("sglang_metrics_before.txt", 100.0)
-    after = _scrape("sglang_metrics_after.txt", 101.0)
-    commit, calls = spec_fields.sglang_window_commit(before, after)  # type: ignore[misc]
-    assert calls == 20 and commit == pytest.approx(58 / 20)
-    assert spec_fields.sglang_window_commit(after, after) is None
-
-
-# -- the live /metrics path ---------------------------------------------------------------
 
 
 def _without_counter(name: str) -> str:
@@ -164,6 +88,9 @@ def test_live_vllm_sample_carries_per_position_acceptance() -> None:
 # -- measured requests --------------------------------------------------------------------
 
 
+SPEC = RequestSpec("code", "code@32#0", 58, input_ids=tuple(range(32)))
+
+
 @pytest.fixture
 def served() -> Iterator[tuple[dict[str, object], int]]:
     """Answers /generate and /v1/completions with whichever fixture the test sets, and
@@ -200,9 +127,6 @@ def served() -> Iterator[tuple[dict[str, object], int]]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-SPEC = RequestSpec("code", "code@32#0", 58, input_ids=tuple(range(32)))
 
 
 async def test_measured_sglang_request_records_its_spec_details(served) -> None:

@@ -1,0 +1,1 @@
+"""SGLang: its adapter, log lines, `/generate` request, spec fields and live samples."""
