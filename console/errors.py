@@ -12,6 +12,14 @@ class ConsoleError(Exception):
     """An error the user can act on; its message is shown as is."""
 
 
+def one_line(exc: BaseException) -> str:
+    """A user error as it is; a bug as one line that names it (never a traceback)."""
+    if isinstance(exc, ConsoleError):
+        return str(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"internal error ({type(exc).__name__}{': ' + text if text else ''})."
+
+
 class ConfigError(ConsoleError):
     """A host profile is missing, malformed or invalid."""
 

@@ -269,14 +269,7 @@ class RunStore:
             args.append(flags_hash)
         if complete_only:
             where.append("status = 'complete'")
-        sql = f"{_SELECT_RUNS} WHERE {' AND '.join(where)} ORDER BY started_at DESC, id DESC"
-
-        def select(db: sqlite3.Connection) -> StoredRun | None:
-            with _snapshot(db):
-                row = db.execute(sql + " LIMIT 1", args).fetchone()
-                return None if row is None else _with_samples(db, _run_from_row(row))
-
-        return await self._call(select)
+        return await self._newest(where, args)
 
     async def latest_sweep(
         self,
@@ -301,6 +294,10 @@ class RunStore:
             where.append("EXISTS (SELECT 1 FROM request_samples WHERE run_id = runs.id "
                          "AND text_type = ? AND flagged IS NULL)")  # fmt: skip
             args.append(kind)
+        return await self._newest(where, args)
+
+    async def _newest(self, where: list[str], args: list[Any]) -> StoredRun | None:
+        """The newest run matching every condition in `where`, samples loaded."""
         sql = f"{_SELECT_RUNS} WHERE {' AND '.join(where)} ORDER BY started_at DESC, id DESC"
 
         def select(db: sqlite3.Connection) -> StoredRun | None:

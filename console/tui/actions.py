@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker
 
-from console.errors import ConfigError, ConsoleError
+from console.errors import ConfigError, one_line
 from console.experiments.baseline import BaselineApply, apply_with_baseline
 from console.service import LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan
@@ -34,14 +34,6 @@ if TYPE_CHECKING:
 LAUNCHES = frozenset({"start", "restart", "apply", "apply with baseline", "rollback"})
 
 Tick = Callable[[int, int], None]  # (done, total) as a measurement method reports it
-
-
-def one_line(exc: BaseException) -> str:
-    """A user error as it is; a bug as one line that names it (never a traceback)."""
-    if isinstance(exc, ConsoleError):
-        return str(exc)
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"internal error ({type(exc).__name__}{': ' + text if text else ''})."
 
 
 class ActionRunner:

@@ -30,14 +30,14 @@ from textual.worker import Worker, WorkerState
 
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
-from console.errors import ConsoleError
+from console.errors import ConsoleError, one_line
 from console.measure import methods
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
 from console.store import RunStore
 from console.transport import Transport
 from console.tui import keys, messages
-from console.tui.actions import LAUNCHES, ActionRunner, EngineActions, one_line
+from console.tui.actions import LAUNCHES, ActionRunner, EngineActions
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
 from console.tui.field_keys import FieldKeys
@@ -57,7 +57,7 @@ from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
 from console.tui.widgets.status_bar import state_text
 
-__all__ = ["SpecConsoleApp", "default_connector", "one_line", "run_console"]  # one import path
+__all__ = ["SpecConsoleApp", "default_connector", "run_console"]  # one import path
 
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 # App actions that mean nothing before a host is open: the picker's footer hides them.

@@ -14,12 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from console.config import HostProfile
-from console.errors import ConsoleError
+from console.errors import ConsoleError, one_line
 from console.hosts import resolve_host
 from console.service import EngineService
 from console.settings import ConsoleSettings
 from console.transport import HostKeyChanged, HostKeyInfo, Transport
-from console.tui.actions import one_line
 from console.tui.screens.connect import ConnectScreen
 from console.tui.screens.modals import HostKeyScreen
 

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
-from console.errors import ConsoleError
+from console.errors import ConsoleError, one_line
 from console.measure.gpu import GpuRecorder, GpuTelemetry
 from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
-from console.tui.actions import one_line
 
 if TYPE_CHECKING:
     from console.tui.app import SpecConsoleApp

@@ -14,9 +14,8 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from console.errors import TransportError
+from console.errors import TransportError, one_line
 from console.service.engine_service import ServiceStatus
-from console.tui.actions import one_line
 
 if TYPE_CHECKING:
     from console.tui.app import SpecConsoleApp

@@ -23,10 +23,9 @@ from textual.widgets import Button, DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
-from console.errors import ConsoleError
+from console.errors import ConsoleError, one_line
 from console.service.flag_view import FlagRow, FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
-from console.tui.actions import one_line
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_config, watch_state
