@@ -164,8 +164,20 @@ class BreakevenRow:
         return self.repeated is not None and self.repeated >= LOOP_SHARE
 
     @property
-    def pays(self) -> bool:
-        return self.speedup.value > 1.0
+    def pays(self) -> bool | None:
+        """True only when the speedup's interval lies above 1, False when it lies below,
+        None ("not sure") when it holds 1: a speedup of 1.08 [0.72–2.56] is no answer.
+        Truthy only for a sure yes, so `if row.pays` reads the way it sounds."""
+        if self.speedup.low > 1.0:
+            return True
+        if self.speedup.high < 1.0:
+            return False
+        return None
+
+    @property
+    def pays_text(self) -> str:
+        """ "yes", "no" or "not sure", as the table and the TUI print it."""
+        return {True: "yes", False: "no", None: "not sure"}[self.pays]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -182,6 +194,7 @@ class BreakevenRow:
             "repeated": self.repeated,
             "looping": self.looping,
             "pays": self.pays,
+            "pays_text": self.pays_text,
         }
 
     @classmethod
@@ -287,19 +300,39 @@ def stored_rows(summary: dict[str, Any] | None) -> list[BreakevenRow]:
     return [BreakevenRow.from_dict(r) for r in (summary or {}).get("rows", [])]
 
 
+def pays_summary(rows: Sequence[BreakevenRow]) -> str:
+    """Where speculation surely pays, in a few words (the TUI's one-line summary)."""
+    paying = [r.context for r in rows if r.pays]
+    unsure = [r.context for r in rows if r.pays is None]
+    if paying:
+        text = f"pays up to ctx {max(paying)}"
+    elif unsure:
+        text = "not sure at any context"
+    else:
+        text = "does not pay at any context"
+    if unsure and paying:
+        text += f" (not sure at ctx {', '.join(map(str, unsure))})"
+    return text
+
+
 def table_lines(rows: Sequence[BreakevenRow]) -> list[str]:
     """The table as aligned text (the CLI prints it; the sweeps view can show it)."""
     lines = [
         f"{'context':>7}  {'AR step ms':<21}{'spec step ms':<21}{'commit needed':<19}"
-        f"{'commit measured':<19}{'speedup':<19}{'pays':<6}repeats"
+        f"{'commit measured':<19}{'speedup':<19}{'pays':<10}repeats"
     ]
     for r in rows:
         lines.append(
             f"{r.context:>7}  {r.ar_step_s.text('{:.2f}', 1000):<21}"
             f"{r.spec_step_s.text('{:.2f}', 1000):<21}{r.needed_commit.text():<19}"
             f"{r.measured_commit.text():<19}{r.speedup.text():<19}"
-            f"{'yes' if r.pays else 'no':<6}{'-' if r.repeated is None else f'{r.repeated:.0%}'}"
+            f"{r.pays_text:<10}{'-' if r.repeated is None else f'{r.repeated:.0%}'}"
             f"{' (loop)' if r.looping else ''}"
+        )
+    if any(r.pays is None for r in rows):
+        lines.append(
+            "  not sure: the speedup's interval holds 1 (no change), so it may pay or not; "
+            "more requests (--repeat) narrow it"
         )
     if any(r.looping for r in rows):
         lines.append(
