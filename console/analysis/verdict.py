@@ -236,8 +236,8 @@ def judge(
     outside = [f for f in figures if not _inside(model, f.context)]
     if outside:
         lo, hi = model.contexts
-        reason = (f"{outside[0].where()} is outside the swept mid-decode contexts "
-                  f"({lo:.0f}-{hi:.0f}); the verdict does not extrapolate")  # fmt: skip
+        reason = (f"{outside[0].where()} is outside the swept contexts (mid-decode "
+                  f"{lo:.0f}-{hi:.0f}); the verdict does not extrapolate")  # fmt: skip
         return _refuse(base, [reason], sweep, [Reach.of(f) for f in outside],
                        kinds or sorted(model.commit))  # fmt: skip
     falling = _falling(model)
