@@ -56,8 +56,10 @@ from console.analysis.verdict_split import draws as _draws
 from console.analysis.verdict_split import interval as _interval
 from console.analysis.verdict_split import split as _split
 
-__all__ = ["OUTCOMES", "FactorRange", "Judgement", "Observed", "Outcome", "Reach", "Sweep",
-           "TypeGuess", "guess_type", "judge", "paired", "typed_baseline"]  # fmt: skip
+__all__ = [
+    "OUTCOMES", "FactorRange", "Judgement", "Observed", "Outcome", "Reach", "Sweep",
+    "TypeGuess", "guess_type", "judge", "paired", "typed_baseline", "typed_verdict",
+]  # fmt: skip
 
 RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
 LEVEL = 0.95
@@ -439,3 +441,27 @@ def _outcome(
             "more requests (--repeat) narrow it"
         ]
     return "physics", []
+
+
+def typed_verdict(
+    sweep: Sweep,
+    tok_s: float,
+    prompt: float,
+    text_type: str | None,
+    *,
+    output: int | None = None,
+    requests: int = 1,
+    baseline: float | None = None,
+    baseline_prompt: float | None = None,
+    baseline_text: str | None = None,
+    baseline_output: int | None = None,
+    baseline_requests: int = 1,
+    seed: int = 0,
+) -> Judgement:
+    """The verdict on typed figures ("it was 138, now it is 32"), as `diagnose --observed`
+    asks it: prompt lengths as typed, outputs (the sweep's when None), and how many
+    requests each figure is the median of."""
+    observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests)
+    base = typed_baseline(sweep, baseline, baseline_prompt, baseline_text,
+                          output=baseline_output, requests=baseline_requests)  # fmt: skip
+    return judge(sweep, observed, base, seed=seed)

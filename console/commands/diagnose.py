@@ -18,7 +18,7 @@ from typing import Any
 
 from console.analysis.decompose import FitError, fit
 from console.analysis.live_window import LiveWindow, explain_live, live_window
-from console.analysis.verdict import Judgement, Observed, Sweep, judge, typed_baseline
+from console.analysis.verdict import Judgement, Sweep, typed_baseline, typed_verdict
 from console.analysis.verdict_records import MIN_PROMPT, beyond_limit
 from console.commands.base import HostCommand, err, with_service
 from console.commands.measure_common import _common, _session
@@ -114,18 +114,24 @@ def typed_or_live_verdict(
     sweep: Sweep, args: argparse.Namespace, live: LiveWindow | None, text: str
 ) -> Judgement:
     """The verdict `diagnose` prints, on the live window or on the typed figures."""
-    base = typed_baseline(sweep, args.baseline, args.baseline_context, args.baseline_text,
-                          output=args.baseline_output, requests=args.baseline_requests)  # fmt: skip
     if live is not None:
+        base = typed_baseline(
+            sweep, args.baseline, args.baseline_context, args.baseline_text,
+            output=args.baseline_output, requests=args.baseline_requests,
+        )  # fmt: skip
         # The same summary and verdict as the TUI's ctrl+l on the same samples.
         return explain_live(
             sweep, live, text_type=args.text, context=args.context, baseline=args.baseline,
             baseline_context=args.baseline_context, baseline_text=args.baseline_text,
             baseline_figure=base,
         ).verdict  # fmt: skip
-    observed = Observed.typed_at(args.observed, args.context, text, output=args.output,
-                                 requests=args.observed_requests)  # fmt: skip
-    return judge(sweep, observed, base)
+    # The same function `bench verdict` scores on its typed path.
+    return typed_verdict(
+        sweep, args.observed, args.context, text, output=args.output,
+        requests=args.observed_requests, baseline=args.baseline,
+        baseline_prompt=args.baseline_context, baseline_text=args.baseline_text,
+        baseline_output=args.baseline_output, baseline_requests=args.baseline_requests,
+    )  # fmt: skip
 
 
 def print_verdict(
