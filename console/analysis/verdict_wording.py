@@ -67,7 +67,7 @@ def arithmetic(
     ctx = observed.context
     predicted = model.predict(ctx, kind)
     lines = [
-        f"model at mid-decode context {ctx:.0f}, {kind}: commit {model.commit_at(kind, ctx):.2f} "
+        f"model at context {ctx:.0f} (mid-decode), {kind}: commit {model.commit_at(kind, ctx):.2f} "
         f"/ step {model.step_at(ctx, kind) * 1000:.3g} ms = {predicted:.1f} tok/s",
         f"observed: {observed.tok_s:.1f} tok/s at {observed.where()} ({rests_on(observed)})",
     ]
