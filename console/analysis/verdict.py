@@ -398,9 +398,14 @@ def _one(
                      "describe the baseline's engine or host load")  # fmt: skip
     commit = None
     if point.commit_residual is not None:
-        commit = FactorRange("commit", _interval(point.commit_residual, [
-            d.commit_residual for d in draws if d.commit_residual is not None]),
-            f"observed commit {observed.commit:.2f} vs what context and text explain")  # fmt: skip
+        ratio = _interval(point.commit_residual, [
+            d.commit_residual for d in draws if d.commit_residual is not None])  # fmt: skip
+        # Paired by passage, greedy decoding commits the same tokens on every read of a
+        # passage: the commit residual has no spread to resample, it is exact.
+        exact = "greedy commit on the same passages" if by_passage and (
+            ratio.low == ratio.high) else ""  # fmt: skip
+        commit = FactorRange("commit", ratio, f"observed commit {observed.commit:.2f} vs what "
+                             "context and text explain", exact)  # fmt: skip
         lines.append(f"commit residual: {commit.text()} ({commit.detail})")
     outcome, reasons = _outcome(_hard_gaps(sweep, check), factors, commit)
     j = replace(base, outcome=outcome, text_type=kind, text_inferred=inferred,

@@ -189,8 +189,9 @@ class Observed:
 
 @dataclass(frozen=True)
 class FactorRange:
-    """One factor's multiplier on tok/s with its interval. `exact`: equal to 1 by
-    construction (the same context, or the same text, on both sides), said as such."""
+    """One factor's multiplier on tok/s with its interval. `exact`: why it has no
+    spread by construction (the same context or text on both sides: exactly 1; greedy
+    commit on the same passages: exactly what it is), said as such."""
 
     name: str  # "context" | "text" | "residual" | "commit" | "baseline"
     ratio: Interval
@@ -200,7 +201,11 @@ class FactorRange:
     @property
     def moved(self) -> bool:
         """Its interval excludes no change and it is more than `MOVED` (10%) off it."""
-        return not self.exact and not self.ratio.contains(1.0) and far(self.ratio.value, MOVED)
+        if self.exact:
+            return far(self.ratio.value, MOVED)
+        if self.zero_width:  # nothing behind it to resample: no claim either way
+            return False
+        return not self.ratio.contains(1.0) and far(self.ratio.value, MOVED)
 
     @property
     def zero_width(self) -> bool:
@@ -208,7 +213,9 @@ class FactorRange:
 
     def text(self) -> str:
         if self.exact:
-            return f"no change (exact: {self.exact})"
+            if abs(self.ratio.value - 1.0) < 1e-9:
+                return f"no change (exact: {self.exact})"
+            return f"{self.ratio.value - 1:+.0%} (exact: {self.exact})"
         if self.zero_width:
             return f"{self.ratio.value - 1:+.0%} (no interval: nothing to resample)"
         return ChangeInterval(self.ratio).text()
@@ -216,7 +223,7 @@ class FactorRange:
     def times(self) -> str:
         """ "x0.52 [0.47–0.58]", or "x1.00 (exact: same text)"."""
         if self.exact:
-            return f"x1.00 (exact: {self.exact})"
+            return f"x{self.ratio.value:.2f} (exact: {self.exact})"
         r = self.ratio
         return f"x{r.value:.2f} [{r.low:.2f}–{r.high:.2f}]"
 

@@ -183,3 +183,17 @@ def test_two_points_make_no_fits_claim() -> None:
     assert "fits:" not in text and "0% off" not in text
     assert "cannot be off them" in text and "mid-decode" in text
     assert "worst of 3 points" in fit(sweep(prompts=(64, 512, 1024)).samples).describe()[0]
+
+
+def test_an_exact_factor_says_so_and_still_moves_when_it_is_not_one() -> None:
+    from console.analysis.intervals import Interval
+    from console.analysis.verdict import FactorRange
+
+    same = FactorRange("context", Interval(1.0, 1.0, 1.0), "", "same mid-decode context")
+    commit = FactorRange(
+        "commit", Interval(0.7, 0.7, 0.7), "", "greedy commit on the same passages"
+    )
+    bare = FactorRange("residual", Interval(1.2, 1.2, 1.2))
+    assert same.text() == "no change (exact: same mid-decode context)" and not same.moved
+    assert commit.text() == "-30% (exact: greedy commit on the same passages)" and commit.moved
+    assert bare.text() == "+20% (no interval: nothing to resample)" and not bare.moved

@@ -18,6 +18,7 @@ from console.experiments.verdict_bench import (
     upper_bound,
 )
 from console.experiments.verdict_paths import baseline_outcome
+from console.measure.session import MeasureError
 
 
 def _trial(name: str, outcome: str, effect: float | None, run: int = 0,
@@ -125,3 +126,16 @@ def test_set_baseline_is_read_the_way_an_operator_reads_its_table() -> None:
     outcome, headline = baseline_outcome([_Row(False), _Row(True, step=True)])
     assert outcome == "not physics" and "tok/s +12%" in headline and "step -10%" in headline
     assert baseline_outcome([])[0] == "not enough evidence"
+
+
+def test_the_round_delay_is_a_quarter_of_the_measured_step_and_its_effect_is_known() -> None:
+    from console.experiments.verdict_bench import _constructed
+    from console.experiments.verdict_scenarios import DEFAULT_DELAY_MS, SCENARIOS, delay_ms
+
+    assert delay_ms(0.0036) == 0.9 and delay_ms(None) == DEFAULT_DELAY_MS
+    changes = SCENARIOS["round-delay"].changes("builtin", {}, 0.0036)
+    assert changes == {"debug-round-delay-ms": "0.9"}
+    assert _constructed(SCENARIOS["round-delay"], 0.0036, changes) == pytest.approx(-0.2)
+    assert _constructed(SCENARIOS["parsers"], 0.0036, {"tool-call-parser": "qwen25"}) is None
+    with pytest.raises(MeasureError):
+        SCENARIOS["round-delay"].changes("vllm", {}, 0.0036)
