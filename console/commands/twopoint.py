@@ -30,6 +30,8 @@ def twopoint_lines(f: dict[str, Any], n1: int, n2: int) -> list[str]:
         f"two-point decode: {_iv(f, 'twopoint_tok_s')} = ({n2} - {n1}) tokens / "
         f"(T({n2}) - T({n1})), medians of {f['pairs']} pairs, client wall time [95% interval]"
     ]
+    if f["pairs"] < 2:
+        lines.append("  one pair has no spread to resample: no interval; --repeat 3 gives one")
     if f.get("server_tok_s"):
         lines.append(f"server decode time, same tokens: {_iv(f, 'server_tok_s')} "
                      f"({f['agreement']:+.1%} client vs server)")  # fmt: skip

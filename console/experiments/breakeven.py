@@ -167,7 +167,10 @@ class BreakevenRow:
     def pays(self) -> bool | None:
         """True only when the speedup's interval lies above 1, False when it lies below,
         None ("not sure") when it holds 1: a speedup of 1.08 [0.72–2.56] is no answer.
-        Truthy only for a sure yes, so `if row.pays` reads the way it sounds."""
+        Truthy only for a sure yes, so `if row.pays` reads the way it sounds. One request
+        an arm has no spread to resample (a zero-width interval): not sure either."""
+        if self.speedup.low == self.speedup.high:
+            return None
         if self.speedup.low > 1.0:
             return True
         if self.speedup.high < 1.0:
@@ -331,8 +334,8 @@ def table_lines(rows: Sequence[BreakevenRow]) -> list[str]:
         )
     if any(r.pays is None for r in rows):
         lines.append(
-            "  not sure: the speedup's interval holds 1 (no change), so it may pay or not; "
-            "more requests (--repeat) narrow it"
+            "  not sure: the speedup's interval holds 1 (no change), or one request an arm "
+            "gives it none, so it may pay or not; more requests (--repeat) narrow it"
         )
     if any(r.looping for r in rows):
         lines.append(

@@ -191,3 +191,4 @@ def test_pays_only_when_the_speedup_interval_excludes_one() -> None:
     assert pays_summary([unsure]) == "not sure at any context"
     assert pays_summary([yes, unsure]).startswith("pays up to ctx 256")
     assert unsure.as_dict()["pays"] is None and unsure.as_dict()["pays_text"] == "not sure"
+    assert _row(1.4, 1.4, 1.4).pays is None  # one request an arm: no interval, not sure
