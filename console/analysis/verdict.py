@@ -87,7 +87,7 @@ def _prepare(sweep: Sweep, figure: Observed | None) -> Observed | None:
 
 
 def _with_noise(sweep: Sweep, figure: Observed, kind: str | None) -> Observed:
-    if figure.is_typed and figure.noise is None and kind:
+    if figure.n < 2 and figure.noise is None and kind:  # typed, or one sample: no spread
         noise = noise_at(sweep.samples, kind, figure.context,
                          source=sweep.source, profile=sweep.noise_profile)  # fmt: skip
         figure = replace(figure, noise=noise)
@@ -105,7 +105,7 @@ def _beyond(sweep: Sweep, figures: Sequence[Observed | None]) -> str | None:
 
 def _no_noise(figures: Sequence[Observed | None]) -> list[Observed]:
     return [f for f in figures
-            if f is not None and f.is_typed and f.noise is None and f.text_type]  # fmt: skip
+            if f is not None and f.n < 2 and f.noise is None and f.text_type]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,8 @@ def judge(
             sweep, [], sorted(model.commit), again=True)  # fmt: skip
     bare = _no_noise(figures)
     if bare:
-        reason = (f"the typed {bare[0].tok_s:.1f} tok/s has no noise measured on this host "
+        reason = (f"{bare[0].tok_s:.1f} tok/s ({words.rests_on(bare[0])}) has no noise "
+                  "measured on this host "
                   f"(no calibration, and no sweep point with {MIN_PER_POINT}+ requests near "
                   f"{bare[0].where()}); this sweep measures it")  # fmt: skip
         return _refuse(base, [reason], sweep, [Reach.of(f) for f in bare],
@@ -348,7 +349,9 @@ def _merge(judged: list[Judgement], notes: list[str]) -> Judgement:
         swap[words.residual_line(first.expected, first.factors[2])] = words.residual_line(
             expected, factors[2])  # fmt: skip
     lines = tuple(swap.get(line, line) for line in first.lines) + tuple(notes)
-    merged = replace(first, factors=factors, expected=expected, lines=lines)
+    old, new = first.factors[2].text(), factors[2].text()
+    reasons = tuple(r.replace(old, new) for r in first.reasons)  # the one residual, widened
+    merged = replace(first, factors=factors, expected=expected, lines=lines, reasons=reasons)
     return replace(merged, headline=words.headline(merged))
 
 

@@ -86,7 +86,7 @@ def arithmetic(
                      " vs model)")  # fmt: skip
     for name, figure in (("observed", observed), ("baseline", baseline)):
         if figure is not None and figure.noise is not None:
-            lines.append(f"{name} is typed, so it carries this host's noise: "
+            lines.append(f"{name} ({rests_on(figure)}) carries this host's noise: "
                          f"{figure.noise.text()}")  # fmt: skip
     return lines + [f"note: {n}" for n in model.notes]
 
@@ -96,4 +96,7 @@ def rests_on(o: Observed) -> str:
         many = f"the median of {o.typed_requests} requests" if o.typed_requests > 1 else (
             "one request")  # fmt: skip
         return f"typed, taken as {many}"
-    return f"{o.n} {'requests' if o.requests else 'live samples'}, resampled"
+    what = "request" if o.requests else "live sample"
+    if o.n == 1:
+        return f"one {what}, nothing to resample"
+    return f"{o.n} {what}s, resampled"

@@ -30,11 +30,12 @@ def step_at(ctx: float) -> float:
 
 
 def requests(kind: str, prompt: int, n: int, *, rng: random.Random, noise: float = 0.02,
-             output: int = OUTPUT, slower: float = 1.0) -> list[RequestSample]:  # fmt: skip
+             output: int = OUTPUT, slower: float = 1.0,
+             commit: dict[str, float] = COMMIT) -> list[RequestSample]:  # fmt: skip
     out = []
     mid = prompt + output / 2
     for i in range(n):
-        steps = round((output - 1) / COMMIT[kind])
+        steps = round((output - 1) / commit[kind])
         decode = steps * step_at(mid) * slower * max(0.5, rng.gauss(1.0, noise))
         out.append(RequestSample(
             engine="builtin", endpoint="/generate", text_type=kind,
@@ -197,3 +198,35 @@ def test_an_exact_factor_says_so_and_still_moves_when_it_is_not_one() -> None:
     assert same.text() == "no change (exact: same mid-decode context)" and not same.moved
     assert commit.text() == "-30% (exact: greedy commit on the same passages)" and commit.moved
     assert bare.text() == "+20% (no interval: nothing to resample)" and not bare.moved
+
+
+def test_an_uncertain_text_type_quotes_the_one_widened_residual_everywhere() -> None:
+    close = {"code": 2.55, "prose": 2.4}  # two texts within 10%: the type is uncertain
+    for noise in (0.05, 0.3):
+        s = sweep(noise=noise, commit=close)
+        got = Observed.from_requests(requests("prose", 512, 3, rng=random.Random(4),
+                                              noise=noise, commit=close))  # fmt: skip
+        j = judge(s, Observed(got.tok_s, got.context, None, got.commit, got.step_s,
+                              got.requests))  # fmt: skip
+        residual = j.factor("residual")
+        assert residual is not None and j.text_inferred
+        assert any(line.endswith(f"residual {residual.text()}") for line in j.lines), j.text()
+        if "residual" in j.headline:
+            assert residual.text() in j.headline, j.text()
+
+
+def test_merging_two_text_types_requotes_the_widened_residual_in_the_reason() -> None:
+    from dataclasses import replace
+
+    from console.analysis.verdict import _merge
+
+    s = sweep(noise=0.3)
+    got = Observed.from_requests(requests("prose", 512, 3, rng=random.Random(4), noise=0.3))
+    judged = [judge(s, replace(got, text_type=k)) for k in ("prose", "code")]
+    judged = [replace(j, outcome="not enough evidence") for j in judged]  # as if both agreed
+    judged[0] = replace(judged[0], reasons=(f"the residual, {judged[0].factor('residual').text()}, "
+                                            "is too wide",))  # fmt: skip
+    merged = _merge(judged, [])
+    residual = merged.factor("residual")
+    assert residual.text() in merged.headline, merged.headline
+    assert any(line.endswith(f"residual {residual.text()}") for line in merged.lines)
