@@ -41,6 +41,7 @@ from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_records import (
     MATTERS,
     OUTCOMES,
+    WIDE,
     FactorRange,
     Judgement,
     Observed,
@@ -63,7 +64,6 @@ __all__ = [
 
 RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
 LEVEL = 0.95
-WIDE = 0.15  # a residual interval wider than ± 15% cannot tell physics from a bug...
 BIG = 3.0  # ...unless the factors explain a change this many times its half-width
 EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
 TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type

@@ -29,6 +29,7 @@ OUTCOMES: tuple[Outcome, ...] = ("physics", "not physics", "not enough evidence"
 MIN_PROMPT = 8  # the shortest prompt a suggested sweep asks for
 MIN_OUTPUT = 16  # and the shortest output
 MATTERS = 0.10  # a residual under 10% is not worth a bug hunt even when it is significant
+WIDE = 0.15  # a residual interval wider than ± 15% cannot tell physics from a bug...
 
 
 def far(ratio: float, limit: float) -> bool:

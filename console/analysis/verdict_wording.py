@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
-from console.analysis.verdict_records import MATTERS, FactorRange, Judgement, Observed, far
+from console.analysis.verdict_records import MATTERS, WIDE, FactorRange, Judgement, Observed, far
 
 
 def change(j: Judgement) -> str:
@@ -43,7 +43,10 @@ def headline(j: Judgement, matters: float = MATTERS) -> str:
         if f is not None:
             state = "" if f.exact else (" (moved)" if f.moved else " (did not move)")
             parts.append(f"{name} {f.times()}{state}")
-    return f"Physics: {change(j)} = {' and '.join(parts)}; residual {residual.text()}."
+    wide = ""
+    if residual.ratio.rel_half_width > WIDE:  # physics because the factors explain far more
+        wide = " (too wide to rule out a smaller bug; the factors explain far more than it)"
+    return f"Physics: {change(j)} = {' and '.join(parts)}; residual {residual.text()}{wide}."
 
 
 def factor_line(f: FactorRange) -> str:

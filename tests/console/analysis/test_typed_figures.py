@@ -230,3 +230,20 @@ def test_merging_two_text_types_requotes_the_widened_residual_in_the_reason() ->
     residual = merged.factor("residual")
     assert residual.text() in merged.headline, merged.headline
     assert any(line.endswith(f"residual {residual.text()}") for line in merged.lines)
+
+
+def test_the_field_reports_question_typed_is_physics_with_both_factors() -> None:
+    # A long prompt of prose against a short one of code, one request each: "it was
+    # 1200, now it is 310" splits into context x text, each with its interval.
+    for seed in range(10):
+        s = sweep(prompts=(64, 256, 512, 1024, 1700), noise=0.08, seed=seed)
+        rng = random.Random(50 + seed)
+        long = requests("prose", 1700, 1, rng=rng, noise=0.08)[0].decode_tok_s
+        short = requests("code", 64, 1, rng=rng, noise=0.08)[0].decode_tok_s
+        j = judge(s, Observed.typed(long, 1700, "prose"), typed_baseline(s, short, 64, "code"))
+        assert j.outcome == "physics", j.text()
+        ctx, text = j.factor("context"), j.factor("text")
+        assert ctx.moved and text.moved and ctx.ratio.low < ctx.ratio.high
+        assert "context x0." in j.headline and "text x0." in j.headline
+        if j.factor("residual").ratio.rel_half_width > 0.15:
+            assert "too wide to rule out a smaller bug" in j.headline
