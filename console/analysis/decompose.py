@@ -149,10 +149,15 @@ class ThroughputModel:
         """The fitted model in words, a line each: the step line, commit per text, notes
         (what `specconsole sweep` prints and the TUI's verdict panel shows)."""
         s = self.step
+        if s.n <= 2:  # a line through two points is off neither: no claim either way
+            fit_words = (f"{s.n} contexts: a line through them cannot be off them, so this "
+                         "says nothing about linearity; sweep a third to check it")  # fmt: skip
+        else:
+            fit_words = (f"{'fits' if self.step_fits else 'fits badly'}: worst of {s.n} "
+                         f"points {s.max_rel_residual:.0%} off the line")  # fmt: skip
         lines = [
             f"step time = {s.intercept * 1000:.2f} ms + {s.slope * 1e6:.3f} ms per 1k tokens of "
-            f"context ({'fits' if self.step_fits else 'fits badly'}: worst point "
-            f"{s.max_rel_residual:.0%} off the line)"
+            f"mid-decode context ({fit_words})"
         ]
         for kind, curve in self.commit.items():
             pts = ", ".join(f"{y:.2f} at {x:.0f}" for x, y in curve.points)

@@ -1,5 +1,13 @@
 """Observed figures from the last minute of live data, and the verdict on them.
 
+A minute of live data can hold several kinds of traffic: a short prompt of code, then a
+long one of prose. Their medians together describe a point no request ran at (observed
+668.8 at ctx 1014 between requests at 300 and 1700), so the window is split first, by
+context (samples sorted by context, split where the next is more than `SPLIT` further
+on: a request whose context grows through the decode stays one group) and then by commit
+length (the text: split the same way), and the figures are those of the group the newest
+sample belongs to; the other groups are named beside it, never averaged in.
+
 "Why is it 32 tok/s now?" is asked about what the engine is doing, not about a typed
 number: `specconsole diagnose HOST` (reading the live samples `watch` stored) and the
 TUI's sweeps screen (ctrl+l, reading the dashboard's series) both take the last
@@ -10,8 +18,9 @@ verdict in both faces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console.analysis import format as fmt
@@ -21,6 +30,21 @@ from console.analysis.stats import spread
 from console.analysis.verdict import Judgement, Observed, Sweep, judge, typed_baseline
 
 LIVE_WINDOW_S = 60.0
+SPLIT = 0.25  # a gap of 25% in context (or commit) between sorted samples starts a group
+
+
+@dataclass(frozen=True)
+class LiveGroup:
+    """Another group of samples in the same window: what it was, in one line."""
+
+    n: int
+    context: float
+    tok_s: float
+    commit: float
+
+    def text(self) -> str:
+        return (f"{self.n} at context {self.context:.0f} ({fmt.tok_s(self.tok_s)} tok/s, "
+                f"commit {fmt.commit(self.commit)})")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -37,6 +61,7 @@ class LiveWindow:
     newest: float  # unix time of the newest sample used
     # (tok/s, commit) of each sample used: what the verdict's bootstrap resamples
     pairs: tuple[tuple[float, float], ...] = ()
+    others: tuple[LiveGroup, ...] = ()  # the window's other contexts and texts, kept apart
 
     def as_dict(self) -> dict[str, Any]:
         """The `live` object of `diagnose --json`."""
@@ -47,20 +72,48 @@ class LiveWindow:
             "commit": self.commit,
             "step": self.step_s,
             "context": self.context,
+            "context_meaning": "mid-decode (the engine's KV tokens while it decodes)",
+            "others": [dataclasses.asdict(g) for g in self.others],
         }
 
     def text(self, text_type: str) -> str:
         """One line saying what was observed, and the text type it resembles."""
-        return (
+        line = (
             f"live series, last minute ({self.n} samples from {','.join(self.sources)}): "
-            f"{fmt.tok_s(self.tok_s)} tok/s at context {self.context:.0f}, commit "
+            f"{fmt.tok_s(self.tok_s)} tok/s at mid-decode context {self.context:.0f}, commit "
             f"{fmt.commit(self.commit)}, step {fmt.step_ms(self.step_s)} ms; "
             f"text resembles {text_type}"
         )
+        if self.others:
+            line += ("; not averaged in (other contexts or texts): "
+                     + ", ".join(g.text() for g in self.others))  # fmt: skip
+        return line
 
 
 def has_figures(sample: LiveSample) -> bool:
     return bool(sample.tok_s and sample.commit_len and sample.step_time_s and sample.context_tokens)
+
+
+def _split(samples: list[LiveSample], key: Callable[[LiveSample], float]) -> list[list[LiveSample]]:
+    """Sorted by `key`, a new group wherever the next value is more than `SPLIT` on."""
+    groups: list[list[LiveSample]] = []
+    for s in sorted(samples, key=key):
+        if groups and key(s) <= key(groups[-1][-1]) * (1 + SPLIT):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def groups_of(samples: list[LiveSample]) -> list[list[LiveSample]]:
+    """The window's samples by context, then by commit length (the text)."""
+    return [g for by_ctx in _split(samples, lambda s: float(s.context_tokens or 0))
+            for g in _split(by_ctx, lambda s: float(s.commit_len or 0))]  # fmt: skip
+
+
+def _median(values: Iterable[float | None]) -> float:
+    result = spread(values)
+    return result.median if result else 0.0
 
 
 def live_window(
@@ -68,7 +121,8 @@ def live_window(
 ) -> LiveWindow | None:
     """The observed figures of the `window_s` seconds up to `now` (both faces pass the
     clock, so "the last minute" is the same minute; without it, up to the newest usable
-    sample). None when no sample in it has every figure (link samples and notes have
+    sample): those of the context-and-text group of the newest sample, the others named
+    beside them. None when no sample in it has every figure (link samples and notes have
     none)."""
     usable = [s for s in samples if has_figures(s)]
     if not usable:
@@ -77,21 +131,23 @@ def live_window(
     usable = [s for s in usable if s.t >= end - window_s]
     if not usable:
         return None
-    newest = max(s.t for s in usable)
-
-    def median(values: Iterable[float | None]) -> float:
-        result = spread(values)
-        return result.median if result else 0.0
-
+    groups = sorted(groups_of(usable), key=lambda g: -max(s.t for s in g))
+    chosen = groups[0]
+    others = tuple(
+        LiveGroup(len(g), _median(float(s.context_tokens or 0) for s in g),
+                  _median(s.tok_s for s in g), _median(s.commit_len for s in g))
+        for g in groups[1:]
+    )  # fmt: skip
     return LiveWindow(
-        n=len(usable),
-        sources=tuple(sorted({s.source for s in usable})),
-        tok_s=median(s.tok_s for s in usable),
-        commit=median(s.commit_len for s in usable),
-        step_s=median(s.step_time_s for s in usable),
-        context=median(float(s.context_tokens or 0) for s in usable),
-        newest=newest,
-        pairs=tuple((s.tok_s or 0.0, s.commit_len or 0.0) for s in usable),
+        n=len(chosen),
+        sources=tuple(sorted({s.source for s in chosen})),
+        tok_s=_median(s.tok_s for s in chosen),
+        commit=_median(s.commit_len for s in chosen),
+        step_s=_median(s.step_time_s for s in chosen),
+        context=_median(float(s.context_tokens or 0) for s in chosen),
+        newest=max(s.t for s in chosen),
+        pairs=tuple((s.tok_s or 0.0, s.commit_len or 0.0) for s in chosen),
+        others=others,
     )
 
 
@@ -118,16 +174,20 @@ def explain_live(
     baseline: float | None = None,
     baseline_context: float | None = None,
     baseline_text: str | None = None,
+    baseline_figure: Observed | None = None,
 ) -> LiveVerdict:
     """The verdict on the window's tok/s (`verdict.judge`), its interval from the window's
     own samples. Without `text_type` the text is inferred from the commit length, and an
-    ambiguous one is said, never guessed; without `context` the window's median context
-    is used."""
-    at = window.context if context is None else context
+    ambiguous one is said, never guessed; without `context` the window's own context (the
+    engine's KV tokens while it decodes: a mid-decode context) is used, and a `context`
+    the operator types is a prompt length, read with the sweep's output like any other.
+    `baseline_figure`: the baseline already built (`diagnose` passes its typed one)."""
     observed = Observed.from_live(
         window.pairs, tok_s=window.tok_s, commit=window.commit, step_s=window.step_s,
-        context=at, text_type=text_type,
+        context=window.context, text_type=text_type,
     )  # fmt: skip
-    base = typed_baseline(sweep, baseline, baseline_context, baseline_text)
+    if context is not None:
+        observed = replace(observed, prompt=context, context=context)
+    base = baseline_figure or typed_baseline(sweep, baseline, baseline_context, baseline_text)
     judged = judge(sweep, observed, base)
     return LiveVerdict(window, judged.text_type or "?", text_type is None, judged)

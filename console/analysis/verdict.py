@@ -6,15 +6,20 @@ and "Not physics" from one sweep to the next, extrapolates a 64-1024 sweep to 19
 trusts a step line that falls with context. `judge` wraps it with the checks an operator
 would make by hand before believing it:
 
+- a typed prompt length is read as the operator meant it (`verdict_records`: converted to
+  the model's mid-decode context with the figure's output length) and one beyond the
+  engine's context length is refused in one sentence naming the limit;
 - the contexts asked about lie inside the swept ones (otherwise: sweep them, and here is
-  the command);
+  the command, run exactly as printed it covers them);
 - the step-time line rises with context (a falling one is a measurement problem);
 - every sweep point rests on at least two requests, so there is a spread to resample;
 - the text type, when inferred from the commit length, is not ambiguous;
 - the baseline agrees with the model's own prediction for it;
 - every factor has an interval: the sweep's requests are resampled within each point,
-  the model refitted and the split recomputed (the observed and baseline figures are
-  resampled too when they come from samples; a typed number has no interval).
+  the model refitted and the split recomputed; figures from samples are resampled too,
+  and a typed figure is drawn from this host's noise at its point (`typed_noise`); with
+  no noise to draw from it is "not enough evidence" and the sweep that measures it. A
+  factor equal to 1 by construction (the same context, the same text) says "exact".
 
 Three outcomes, and only three: "physics" (the residual is within noise or small, and the
 change splits into a context and a text factor), "not physics" (the residual lies outside
@@ -26,397 +31,81 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
 
-from console.analysis.decompose import MOVED, FitError, ThroughputModel, fit
-from console.analysis.intervals import (
-    ChangeInterval,
-    Interval,
-    passage,
-    percentile,
-    pool,
-    strata,
-    usable,
+from console.analysis import verdict_wording as words
+from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.intervals import Interval
+from console.analysis.typed_noise import noise_at
+from console.analysis.verdict_records import (
+    MATTERS,
+    OUTCOMES,
+    WIDE,
+    FactorRange,
+    Judgement,
+    Observed,
+    Outcome,
+    Reach,
+    Sweep,
+    beyond_limit,
+    far,
+    typed_baseline,
 )
-from console.analysis.records import RequestSample
+from console.analysis.verdict_split import Split, paired
+from console.analysis.verdict_split import draws as _draws
+from console.analysis.verdict_split import interval as _interval
+from console.analysis.verdict_split import split as _split
 
-Outcome = Literal["physics", "not physics", "not enough evidence"]
-OUTCOMES: tuple[Outcome, ...] = ("physics", "not physics", "not enough evidence")
+__all__ = [
+    "OUTCOMES", "FactorRange", "Judgement", "Observed", "Outcome", "Reach", "Sweep",
+    "TypeGuess", "guess_type", "judge", "paired", "typed_baseline", "typed_verdict",
+]  # fmt: skip
 
 RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
 LEVEL = 0.95
-MATTERS = 0.10  # a residual under 10% is not worth a bug hunt even when it is significant
-WIDE = 0.15  # a residual interval wider than ± 15% cannot tell physics from a bug
+BIG = 3.0  # ...unless the factors explain a change this many times its half-width
 EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
 TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type
 FALL = 0.05  # a step line that falls more than 5% over the sweep is a measurement problem
 MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
+_far = far
 
 
-# -- what was observed ------------------------------------------------------------------
+def _inside(model: ThroughputModel, context: float) -> bool:
+    """Inside the swept mid-decode contexts (within `EDGE`)."""
+    lo, hi = model.contexts
+    return lo * (1 - EDGE) <= context <= hi * (1 + EDGE)
 
 
-@dataclass(frozen=True)
-class Observed:
-    """A tok/s figure to explain, where it was taken, and what it rests on.
-
-    `requests` (a stored run) or `live` ((tok/s, commit) per live sample) are what the
-    bootstrap resamples; a typed figure has neither and so no interval of its own."""
-
-    tok_s: float
-    context: float
-    text_type: str | None = None  # None: infer it from `commit`
-    commit: float | None = None
-    step_s: float | None = None
-    requests: tuple[RequestSample, ...] = ()
-    live: tuple[tuple[float, float], ...] = ()
-    source: str = "typed"
-
-    @property
-    def n(self) -> int:
-        return len(self.requests) or len(self.live)
-
-    @classmethod
-    def typed(cls, tok_s: float, context: float, text_type: str | None = None) -> Observed:
-        return cls(tok_s=tok_s, context=context, text_type=text_type)
-
-    @classmethod
-    def from_requests(
-        cls, samples: Sequence[RequestSample], text_type: str | None = None, source: str = "run"
-    ) -> Observed:
-        """Pooled over the usable requests (tokens / time), at their mean decode context."""
-        ok = usable(samples)
-        if not ok:
-            raise FitError("The run has no usable request (unflagged, with verify steps).")
-        p = pool(ok)
-        context = statistics.fmean(s.decode_context or s.context_tokens for s in ok)
-        kinds = {s.text_type for s in ok}
-        kind = text_type or (next(iter(kinds)) if len(kinds) == 1 else None)
-        return cls(p.tok_s, context, kind, p.commit, p.step_s, tuple(ok), (), source)
-
-    @classmethod
-    def from_live(
-        cls,
-        pairs: Sequence[tuple[float, float]],
-        *,
-        tok_s: float,
-        commit: float,
-        step_s: float,
-        context: float,
-        text_type: str | None = None,
-    ) -> Observed:
-        return cls(tok_s, context, text_type, commit, step_s, (), tuple(pairs), "live")
-
-    def resample(
-        self, rng: random.Random, *, by_passage: bool = False
-    ) -> tuple[float, float | None]:
-        """(tok/s, commit) of one bootstrap draw of the samples behind this figure;
-        `by_passage`: within each passage it read (see `paired`)."""
-        layers = strata(self.requests, passage) if by_passage else None
-        if layers is not None:
-            p = pool([s for layer in layers for s in rng.choices(layer, k=len(layer))])
-            return p.tok_s, p.commit
-        if len(self.requests) >= 2:
-            p = pool(rng.choices(self.requests, k=len(self.requests)))
-            return p.tok_s, p.commit
-        if len(self.live) >= 2:
-            drawn = rng.choices(self.live, k=len(self.live))
-            return statistics.median(t for t, _ in drawn), statistics.median(c for _, c in drawn)
-        return self.tok_s, self.commit
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "tok_s": self.tok_s,
-            "context": self.context,
-            "text_type": self.text_type,
-            "commit": self.commit,
-            "step_s": self.step_s,
-            "n": self.n,
-            "source": self.source,
-        }
-
-
-def typed_baseline(
-    sweep: Sweep, tok_s: float | None, context: float | None, text_type: str | None
-) -> Observed | None:
-    """A typed baseline figure; without a context, at the shortest swept decode context
-    (where a short-prompt baseline sits); without a text type, the observed one's."""
-    if tok_s is None:
+def _prepare(sweep: Sweep, figure: Observed | None) -> Observed | None:
+    """A typed prompt length read with the sweep's output (when the operator gave none),
+    and a typed figure's noise at its point (calibration first, else the sweep's)."""
+    if figure is None:
         return None
-    if context is None:
-        contexts = [s.decode_context or s.context_tokens for s in sweep.fitted]
-        context = min(contexts) if contexts else 0.0
-    return Observed.typed(tok_s, context, text_type)
+    return _with_noise(sweep, figure.at_decode(sweep.output_tokens()), figure.text_type)
 
 
-# -- the record -------------------------------------------------------------------------
+def _with_noise(sweep: Sweep, figure: Observed, kind: str | None) -> Observed:
+    if figure.n < 2 and figure.noise is None and kind:  # typed, or one sample: no spread
+        noise = noise_at(sweep.samples, kind, figure.context,
+                         source=sweep.source, profile=sweep.noise_profile)  # fmt: skip
+        figure = replace(figure, noise=noise)
+    return figure
 
 
-@dataclass(frozen=True)
-class FactorRange:
-    """One factor's multiplier on tok/s with its interval."""
-
-    name: str  # "context" | "text" | "residual"
-    ratio: Interval
-    detail: str = ""
-
-    @property
-    def moved(self) -> bool:
-        """Its interval excludes no change and it is more than `MOVED` (10%) off it."""
-        return not self.ratio.contains(1.0) and _far(self.ratio.value, MOVED)
-
-    def text(self) -> str:
-        return ChangeInterval(self.ratio).text()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ratio": self.ratio.as_dict(), "moved": self.moved,
-                "text": self.text(), "detail": self.detail}  # fmt: skip
+def _beyond(sweep: Sweep, figures: Sequence[Observed | None]) -> str | None:
+    for f in figures:
+        if f is not None and f.prompt is not None and f.output is not None:
+            refused = beyond_limit(f.prompt, f.output, sweep.context_limit)
+            if refused:
+                return refused
+    return None
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """The verdict on one observed figure: its outcome, why, and the arithmetic."""
-
-    outcome: Outcome
-    headline: str
-    observed: Observed
-    baseline: Observed | None = None
-    text_type: str | None = None
-    text_inferred: bool = False
-    expected: Interval | None = None  # tok/s the baseline x factors (or the model) expects
-    factors: tuple[FactorRange, ...] = ()
-    baseline_check: FactorRange | None = None  # baseline / the model's prediction for it
-    commit_check: FactorRange | None = None  # observed commit / what context and text explain
-    reasons: tuple[str, ...] = ()  # why not enough evidence
-    problems: tuple[str, ...] = ()  # measurement problems found on the way
-    offer: str | None = None  # the command that would settle it
-    offer_contexts: tuple[int, ...] = ()  # the prompt lengths it sweeps
-    offer_text_types: tuple[str, ...] = ()  # and the text types
-    lines: tuple[str, ...] = ()  # the arithmetic and notes, a line each
-    model_contexts: tuple[float, float] | None = None
-    sweep_requests: int = 0
-    paired: bool = False  # intervals resampled within passages (see `paired`)
-
-    def factor(self, name: str) -> FactorRange | None:
-        return next((f for f in self.factors if f.name == name), None)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome,
-            "headline": self.headline,
-            "observed": self.observed.as_dict(),
-            "baseline": self.baseline.as_dict() if self.baseline else None,
-            "text_type": self.text_type,
-            "text_inferred": self.text_inferred,
-            "expected_tok_s": self.expected.as_dict() if self.expected else None,
-            "factors": [f.as_dict() for f in self.factors],
-            "baseline_check": self.baseline_check.as_dict() if self.baseline_check else None,
-            "commit_residual": self.commit_check.as_dict() if self.commit_check else None,
-            "reasons": list(self.reasons),
-            "problems": list(self.problems),
-            "offer": self.offer,
-            "offer_contexts": list(self.offer_contexts),
-            "offer_text_types": list(self.offer_text_types),
-            "arithmetic": list(self.lines),
-            "model_contexts": list(self.model_contexts) if self.model_contexts else None,
-            "sweep_requests": self.sweep_requests,
-            "paired": self.paired,
-        }
-
-    def text(self) -> str:
-        out = [self.headline]
-        out += [f"  {line}" for line in self.lines]
-        out += [f"  measurement problem: {p}" for p in self.problems]
-        if self.offer:
-            out.append(f"  to settle it: {self.offer}")
-        return "\n".join(out)
-
-
-# -- the sweep behind the model ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """The sweep requests a model is fitted from, grouped by point for resampling."""
-
-    samples: tuple[RequestSample, ...]
-    host: str = "HOST"
-    context_limit: int | None = None
-
-    @property
-    def fitted(self) -> list[RequestSample]:
-        return [s for s in self.samples if s.ok and s.step_time_s and s.commit_len
-                and s.verify_steps and s.decode_context is not None]  # fmt: skip
-
-    def groups(self) -> list[list[RequestSample]]:
-        by: dict[tuple[str, float], list[RequestSample]] = {}
-        for s in self.fitted:
-            by.setdefault((s.text_type, round(s.decode_context or 0)), []).append(s)
-        return list(by.values())
-
-    def output_tokens(self) -> int:
-        outs = [s.max_tokens for s in self.fitted]
-        return statistics.median_low(outs) if outs else 64
-
-    def prompt_contexts(self) -> list[int]:
-        return sorted({s.context_tokens for s in self.fitted})
-
-    def offer_contexts(self, needed: Sequence[float]) -> list[int]:
-        """The swept prompt lengths plus the `needed` contexts as prompt lengths (a
-        decode context is the prompt plus half the output), each clamped to fit."""
-        out = self.output_tokens()
-        top = None if self.context_limit is None else self.context_limit - out
-        wanted = set(self.prompt_contexts())
-        for c in needed:
-            prompt = max(16, round(c - out / 2))
-            wanted.add(prompt if top is None else min(prompt, top))
-        if len(wanted) < 2:  # a step line needs two contexts: add a short and a longer one
-            longer = 4 * max(wanted, default=256)
-            wanted |= {64, longer if top is None else min(longer, top)}
-        return sorted(wanted)
-
-    def sweep_command(self, needed: Sequence[float], text_types: Sequence[str]) -> str:
-        """`specconsole sweep ...` covering the swept contexts and the `needed` ones."""
-        contexts = ",".join(str(c) for c in self.offer_contexts(needed))
-        kinds = ",".join(sorted(set(text_types))) or "code"
-        return (
-            f"specconsole sweep {self.host} --contexts {contexts} --output "
-            f"{self.output_tokens()} --text {kinds} --repeat 3"
-        )
-
-
-def _inside(sweep: Sweep, model: ThroughputModel, context: float) -> bool:
-    """Inside the swept range, read either as a prompt length or a decode context (an
-    operator types the one, the live series reports the other)."""
-    lo = min([model.contexts[0], *sweep.prompt_contexts()])
-    return lo * (1 - EDGE) <= context <= model.contexts[1] * (1 + EDGE)
-
-
-# -- the split ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Split:
-    context: float
-    text: float
-    residual: float
-    expected: float
-    baseline_ratio: float | None  # baseline / the model's own prediction for it
-    # observed commit / the commit context and text explain; None without a measured one
-    commit_residual: float | None = None
-
-
-def _split(
-    model: ThroughputModel,
-    observed: float,
-    ctx: float,
-    kind: str,
-    baseline: float | None,
-    b_ctx: float,
-    b_kind: str,
-    commits: tuple[float | None, float | None] = (None, None),
-) -> _Split:
-    """observed / baseline = context x text x residual, through the model's predictions.
-    Without a baseline the model's own figure at the baseline point stands in for it, so
-    the residual is then observed against the model's prediction."""
-    at_base = model.predict(b_ctx, b_kind)
-    moved_ctx = model.predict(ctx, b_kind)
-    here = model.predict(ctx, kind)
-    ctx_factor, text_factor = moved_ctx / at_base, here / moved_ctx
-    start = at_base if baseline is None else baseline
-    expected = start * ctx_factor * text_factor
-    # Commit alone, the same way: a flag or drafter change shows in commit length even
-    # where a cheaper round hides it in tok/s, and commit does not drift with host load.
-    obs_commit, base_commit = commits
-    commit_residual = None
-    if obs_commit is not None:
-        here_c, base_c = model.commit_at(kind, ctx), model.commit_at(b_kind, b_ctx)
-        expected_c = here_c if base_commit is None else base_commit * here_c / base_c
-        commit_residual = obs_commit / expected_c
-    return _Split(
-        ctx_factor,
-        text_factor,
-        observed / expected,
-        expected,
-        None if baseline is None else baseline / at_base,
-        commit_residual,
-    )
-
-
-def paired(sweep: Sweep, observed: Observed, baseline: Observed | None) -> bool:
-    """Whether the figures read exactly the passages the sweep read at their points, each
-    passage at least twice everywhere.
-
-    Greedy decoding commits the same tokens in the same rounds on a passage every time,
-    so the model's figure at a point and a figure taken on the same passages share their
-    commit exactly: the passage-to-passage spread in commit (2.0-12.6 on the bundled pair)
-    cancels in the residual, and what is left to resample is timing, within each passage
-    (`intervals.strata`). Figures on other passages (live traffic, a typed prompt) keep
-    the plain bootstrap: there the passage spread is part of the uncertainty."""
-    groups: dict[tuple[str, float], set[str]] = {}
-    for g in sweep.groups():
-        if strata(g, passage) is None:
-            return False
-        groups[(g[0].text_type, round(g[0].decode_context or 0))] = {passage(s) for s in g}
-    for figure in (observed, baseline):
-        if figure is None:
-            continue
-        if len(figure.requests) < 2 or strata(figure.requests, passage) is None:
-            return False
-        keys = {(s.text_type, round(s.decode_context or 0)) for s in figure.requests}
-        swept = set().union(*(groups.get(k, set()) for k in keys))
-        if {passage(s) for s in figure.requests} != swept:
-            return False
-    return True
-
-
-def _interval(point: float, draws: list[float]) -> Interval:
-    if not draws:
-        return Interval(point, point, point)
-    tail = (1 - LEVEL) / 2
-    lo, hi = percentile(draws, tail), percentile(draws, 1 - tail)
-    return Interval(point, min(lo, point), max(hi, point))
-
-
-def _draws(
-    sweep: Sweep,
-    observed: Observed,
-    baseline: Observed | None,
-    ctx_args: tuple[float, str, float, str],
-    *,
-    seed: int,
-    resamples: int,
-    by_passage: bool = False,
-) -> list[_Split]:
-    """The split recomputed on `resamples` bootstrap draws: the sweep's requests resampled
-    within each point (so every point stays in the fit), the model refitted, and the
-    observed and baseline figures redrawn from their own samples; `by_passage` (see
-    `paired`): every one of them within the passages it read."""
-    rng = random.Random(seed)
-    groups = [(strata(g, passage) if by_passage else None) or [g] for g in sweep.groups()]
-    ctx, kind, b_ctx, b_kind = ctx_args
-    out = []
-    for _ in range(resamples):
-        drawn = [s for g in groups for layer in g for s in rng.choices(layer, k=len(layer))]
-        try:
-            model = fit(drawn)
-            obs, obs_c = observed.resample(rng, by_passage=by_passage)
-            base, base_c = (
-                baseline.resample(rng, by_passage=by_passage)
-                if baseline is not None
-                else (None, None)
-            )
-            commits = (obs_c if observed.n >= 2 else None, base_c)
-            out.append(_split(model, obs, ctx, kind, base, b_ctx, b_kind, commits))
-        except (FitError, ZeroDivisionError):
-            continue
-    return out
-
-
-# -- the text type -----------------------------------------------------------------------
+def _no_noise(figures: Sequence[Observed | None]) -> list[Observed]:
+    return [f for f in figures
+            if f is not None and f.n < 2 and f.noise is None and f.text_type]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -448,57 +137,6 @@ def guess_type(model: ThroughputModel, observed: Observed, seed: int = 0) -> Typ
     return TypeGuess(tuple(k for k in near if lo <= at[k] <= hi), observed.commit)
 
 
-# -- the verdict -------------------------------------------------------------------------
-
-
-def judge(
-    sweep: Sweep,
-    observed: Observed,
-    baseline: Observed | None = None,
-    *,
-    seed: int = 0,
-    resamples: int = RESAMPLES,
-) -> Judgement:
-    """The verdict on `observed` (against `baseline`, or against the model when None),
-    with the model fitted from `sweep`. A baseline without a text type takes the observed
-    one; without a context, the shortest swept."""
-    base = Judgement(
-        "not enough evidence", "", observed, baseline, sweep_requests=len(sweep.fitted)
-    )
-    try:
-        model = fit(sweep.samples)
-    except FitError as exc:
-        reason = str(exc).rstrip(".")
-        return _refuse(base, [reason[:1].lower() + reason[1:]], sweep, [observed.context],
-                       [observed.text_type or "code"])  # fmt: skip
-    base = replace(base, model_contexts=model.contexts, text_type=observed.text_type)
-    if observed.text_type is None:  # named even when the verdict refuses, as a hint only
-        guess = guess_type(model, observed, seed)
-        nearest = guess.candidates[0] if guess and guess.candidates else None
-        base = replace(base, text_type=nearest, text_inferred=True)
-    kinds = [observed.text_type] if observed.text_type else []
-    if baseline is not None and baseline.text_type:
-        kinds.append(baseline.text_type)
-    unknown = [k for k in kinds if k not in model.commit]
-    if unknown:
-        reason = (f"the sweep measured no {unknown[0]!r} text (it has "
-                  f"{', '.join(sorted(model.commit))})")  # fmt: skip
-        return _refuse(base, [reason], sweep, [observed.context], kinds)
-    outside = [c for c in (observed.context, baseline and baseline.context) if c
-               and not _inside(sweep, model, c)]  # fmt: skip
-    if outside:
-        lo, hi = model.contexts
-        reason = (f"context {outside[0]:.0f} is outside the swept contexts ({lo:.0f}-{hi:.0f}); "
-                  "the verdict does not extrapolate")  # fmt: skip
-        return _refuse(base, [reason], sweep, outside, kinds or sorted(model.commit))
-    falling = _falling(model)
-    if falling:
-        return _refuse(replace(base, problems=(falling,)), [
-            "the step-time line falls with context, which the KV cache cannot do"],
-            sweep, [], sorted(model.commit), again=True)  # fmt: skip
-    return _judge_fitted(base, sweep, model, observed, baseline, seed, resamples)
-
-
 def _falling(model: ThroughputModel) -> str | None:
     """A step line that falls by more than `FALL` across the swept contexts: attention
     over a growing KV cache cannot get cheaper, so the sweep measured something else (a
@@ -514,25 +152,133 @@ def _falling(model: ThroughputModel) -> str | None:
             f"{', '.join(bad)}): noise, another process or warm-up, not a finding")  # fmt: skip
 
 
+def _baseline_check(
+    model: ThroughputModel,
+    baseline: Observed | None,
+    b_ctx: float,
+    b_kind: str,
+    point: Split,
+    draws: list[Split],
+) -> FactorRange | None:
+    """The baseline against the model's own prediction for it: a sweep of another engine
+    (other flags, a stale sweep) explains nothing about this baseline."""
+    if baseline is None or point.baseline_ratio is None:
+        return None
+    ratios = [d.baseline_ratio for d in draws if d.baseline_ratio is not None]
+    detail = (f"baseline {baseline.tok_s:.1f} vs the model's "
+              f"{model.predict(b_ctx, b_kind):.1f} tok/s")  # fmt: skip
+    return FactorRange("baseline", _interval(point.baseline_ratio, ratios), detail)
+
+
+def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
+    """What makes any answer a guess, whatever the residual says."""
+    reasons = []
+    thin = min((len(g) for g in sweep.groups()), default=0)
+    if thin < MIN_PER_POINT:
+        reasons.append(
+            f"a sweep point rests on {thin} request (at least {MIN_PER_POINT} give a spread "
+            "to resample); sweep again with --repeat 3"
+        )
+    if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS):
+        reasons.append(
+            f"the baseline is {check.text()} off the model's own prediction for it: the "
+            "sweep does not describe the baseline (other flags, or the host's load drifted "
+            "between them); sweep again next to it, with the baseline's flags"
+        )
+    return reasons
+
+
+def _far_limit(ratio: float, limit: float) -> bool:
+    return far(ratio, limit)
+
+
+# -- the verdict -------------------------------------------------------------------------
+
+
+def judge(
+    sweep: Sweep,
+    observed: Observed,
+    baseline: Observed | None = None,
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> Judgement:
+    """The verdict on `observed` (against `baseline`, or against the model when None),
+    with the model fitted from `sweep`. A baseline without a text type takes the observed
+    one; without a context, the shortest swept."""
+    observed = _prepare(sweep, observed) or observed
+    baseline = _prepare(sweep, baseline)
+    base = Judgement(
+        "not enough evidence", "", observed, baseline, sweep_requests=len(sweep.fitted)
+    )
+    refused = _beyond(sweep, (observed, baseline))
+    if refused:  # no sweep on this engine reaches it: nothing to offer
+        reason = refused[:1].lower() + refused[1:].rstrip(".")
+        return replace(base, headline=refused, reasons=(reason,))
+    try:
+        model = fit(sweep.samples)
+    except FitError as exc:
+        reason = str(exc).rstrip(".")
+        return _refuse(base, [reason[:1].lower() + reason[1:]], sweep, [Reach.of(observed)],
+                       [observed.text_type or "code"])  # fmt: skip
+    base = replace(base, model_contexts=model.contexts, text_type=observed.text_type)
+    if observed.text_type is None:  # named even when the verdict refuses, as a hint only
+        guess = guess_type(model, observed, seed)
+        nearest = guess.candidates[0] if guess and guess.candidates else None
+        base = replace(base, text_type=nearest, text_inferred=True)
+    kinds = [observed.text_type] if observed.text_type else []
+    if baseline is not None and baseline.text_type:
+        kinds.append(baseline.text_type)
+    figures = [f for f in (observed, baseline) if f is not None]
+    unknown = [k for k in kinds if k not in model.commit]
+    if unknown:
+        reason = (f"the sweep measured no {unknown[0]!r} text (it has "
+                  f"{', '.join(sorted(model.commit))})")  # fmt: skip
+        return _refuse(base, [reason], sweep, [Reach.of(observed)], kinds)
+    outside = [f for f in figures if not _inside(model, f.context)]
+    if outside:
+        lo, hi = model.contexts
+        reason = (f"{outside[0].where()} is outside the swept contexts (mid-decode "
+                  f"{lo:.0f}-{hi:.0f}); the verdict does not extrapolate")  # fmt: skip
+        return _refuse(base, [reason], sweep, [Reach.of(f) for f in outside],
+                       kinds or sorted(model.commit))  # fmt: skip
+    falling = _falling(model)
+    if falling:
+        return _refuse(replace(base, problems=(falling,)), [
+            "the step-time line falls with context, which the KV cache cannot do"],
+            sweep, [], sorted(model.commit), again=True)  # fmt: skip
+    bare = _no_noise(figures)
+    if bare:
+        reason = (f"{bare[0].tok_s:.1f} tok/s ({words.rests_on(bare[0])}) has no noise "
+                  "measured on this host "
+                  f"(no calibration, and no sweep point with {MIN_PER_POINT}+ requests near "
+                  f"{bare[0].where()}); this sweep measures it")  # fmt: skip
+        return _refuse(base, [reason], sweep, [Reach.of(f) for f in bare],
+                       kinds or sorted(model.commit), again=True)  # fmt: skip
+    return _judge_fitted(base, sweep, model, observed, baseline, seed, resamples)
+
+
 def _refuse(
     base: Judgement,
     reasons: list[str],
     sweep: Sweep,
-    needed: Sequence[float],
+    needed: Sequence[Reach],
     kinds: Sequence[str],
     *,
     again: bool = False,
 ) -> Judgement:
     """Not enough evidence, with the sweep that would give it."""
     offering = bool(needed or again or not sweep.fitted)
+    out = sweep.offer_output(needed) if offering else None
     return replace(
         base,
         outcome="not enough evidence",
         headline=f"Not enough evidence: {reasons[0]}.",
         reasons=tuple(base.reasons) + tuple(reasons),
         offer=sweep.sweep_command(needed, kinds) if offering else None,
-        offer_contexts=tuple(sweep.offer_contexts(needed)) if offering else (),
+        offer_contexts=tuple(sweep.offer_contexts(needed, out)) if offering else (),
         offer_text_types=tuple(sorted(set(kinds)) or ("code",)) if offering else (),
+        offer_output=out,
     )
 
 
@@ -568,12 +314,13 @@ def _judge_fitted(
               for k in candidates]  # fmt: skip
     if len(judged) == 1:
         return replace(judged[0], lines=judged[0].lines + tuple(notes))
-    return _merge(judged, notes, base)
+    return _merge(judged, notes)
 
 
-def _merge(judged: list[Judgement], notes: list[str], base: Judgement) -> Judgement:
+def _merge(judged: list[Judgement], notes: list[str]) -> Judgement:
     """Several text types fit the observed commit: one verdict only if they all agree,
-    with every interval widened to cover them all."""
+    with every interval widened to cover them all, and the headline and arithmetic
+    quoting the widened ones."""
     first = judged[0]
     if len({j.outcome for j in judged}) > 1:
         kinds = ", ".join(f"{j.text_type}: {j.outcome}" for j in judged)
@@ -587,10 +334,25 @@ def _merge(judged: list[Judgement], notes: list[str], base: Judgement) -> Judgem
         ranges = [f for j in judged if (f := j.factor(name)) is not None]
         lo, hi = min(f.ratio.low for f in ranges), max(f.ratio.high for f in ranges)
         head = ranges[0]
-        return replace(head, ratio=Interval(head.ratio.value, lo, hi))
+        exact = head.exact if all(f.exact for f in ranges) else ""
+        return replace(head, ratio=Interval(head.ratio.value, lo, hi), exact=exact)
 
     factors = tuple(widen(f.name) for f in first.factors)
-    return replace(first, factors=factors, lines=first.lines + tuple(notes))
+    spans = [j.expected for j in judged if j.expected is not None]
+    expected = (
+        Interval(spans[0].value, min(e.low for e in spans), max(e.high for e in spans))
+        if spans else None
+    )  # fmt: skip
+    swap = {words.factor_line(old): words.factor_line(new)
+            for old, new in zip(first.factors[:2], factors[:2], strict=True)}  # fmt: skip
+    if first.expected is not None and expected is not None:
+        swap[words.residual_line(first.expected, first.factors[2])] = words.residual_line(
+            expected, factors[2])  # fmt: skip
+    lines = tuple(swap.get(line, line) for line in first.lines) + tuple(notes)
+    old, new = first.factors[2].text(), factors[2].text()
+    reasons = tuple(r.replace(old, new) for r in first.reasons)  # the one residual, widened
+    merged = replace(first, factors=factors, expected=expected, lines=lines, reasons=reasons)
+    return replace(merged, headline=words.headline(merged))
 
 
 def _one(
@@ -599,36 +361,38 @@ def _one(
     model: ThroughputModel,
     observed: Observed,
     baseline: Observed | None,
-    kind: str,
+    text: str,
     inferred: bool,
     seed: int,
     resamples: int,
 ) -> Judgement:
     """The verdict for one text type of the observed figure."""
-    b_kind = (baseline.text_type if baseline else None) or kind
-    if baseline is None:  # the model's own best short-context figure is the reference
-        b_kind = kind
+    b_text = (baseline.text_type if baseline else None) or text
+    observed = _with_noise(sweep, observed, text)
+    baseline = _with_noise(sweep, baseline, b_text) if baseline is not None else None
     b_ctx = baseline.context if baseline is not None else model.contexts[0]
     # a commit residual only where the commit rests on samples (a typed figure has none)
     commits = (observed.commit if observed.n >= 2 else None,
                baseline.commit if baseline is not None else None)  # fmt: skip
-    point = _split(model, observed.tok_s, observed.context, kind,
-                   baseline.tok_s if baseline else None, b_ctx, b_kind, commits)  # fmt: skip
+    point = _split(model, observed.tok_s, observed.context, text,
+                   baseline.tok_s if baseline else None, b_ctx, b_text, commits)  # fmt: skip
     by_passage = paired(sweep, observed, baseline)
-    draws = _draws(sweep, observed, baseline, (observed.context, kind, b_ctx, b_kind),
+    draws = _draws(sweep, observed, baseline, (observed.context, text, b_ctx, b_text),
                    seed=seed, resamples=resamples, by_passage=by_passage)  # fmt: skip
-    pred = model.predict(observed.context, kind)
+    same_ctx = "same mid-decode context" if round(observed.context) == round(b_ctx) else ""
     factors = (
         FactorRange("context", _interval(point.context, [d.context for d in draws]),
-                    f"{b_kind} at context {b_ctx:.0f} -> {observed.context:.0f}"),
+                    f"{b_text} at mid-decode context {b_ctx:.0f} -> {observed.context:.0f}",
+                    same_ctx),
         FactorRange("text", _interval(point.text, [d.text for d in draws]),
-                    f"{b_kind} -> {kind} at context {observed.context:.0f}"),
+                    f"{b_text} -> {text} at mid-decode context {observed.context:.0f}",
+                    "same text" if b_text == text else ""),
         FactorRange("residual", _interval(point.residual, [d.residual for d in draws]),
                     f"observed {observed.tok_s:.1f} vs expected {point.expected:.1f} tok/s"),
     )  # fmt: skip
-    check = _baseline_check(model, baseline, b_ctx, b_kind, point, draws)
+    check = _baseline_check(model, baseline, b_ctx, b_text, point, draws)
     expected = _interval(point.expected, [d.expected for d in draws])
-    lines = _arithmetic(model, observed, baseline, kind, b_ctx, b_kind, factors, expected, pred)
+    lines = words.arithmetic(model, observed, baseline, text, b_ctx, b_text, factors, expected)
     if by_passage:
         lines.append("paired by passage: the figures read the sweep's passages, so intervals "
                      "resample timing within each passage")  # fmt: skip
@@ -637,153 +401,75 @@ def _one(
                      "describe the baseline's engine or host load")  # fmt: skip
     commit = None
     if point.commit_residual is not None:
-        commit = FactorRange("commit", _interval(point.commit_residual, [
-            d.commit_residual for d in draws if d.commit_residual is not None]),
-            f"observed commit {observed.commit:.2f} vs what context and text explain")  # fmt: skip
+        ratio = _interval(point.commit_residual, [
+            d.commit_residual for d in draws if d.commit_residual is not None])  # fmt: skip
+        # Paired by passage, greedy decoding commits the same tokens on every read of a
+        # passage: the commit residual has no spread to resample, it is exact.
+        exact = "greedy commit on the same passages" if by_passage and (
+            ratio.low == ratio.high) else ""  # fmt: skip
+        commit = FactorRange("commit", ratio, f"observed commit {observed.commit:.2f} vs what "
+                             "context and text explain", exact)  # fmt: skip
         lines.append(f"commit residual: {commit.text()} ({commit.detail})")
-    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors[2], commit)
-    j = replace(base, outcome=outcome, text_type=kind, text_inferred=inferred,
+    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors, commit)
+    j = replace(base, outcome=outcome, text_type=text, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
                 reasons=tuple(reasons), commit_check=commit, paired=by_passage)  # fmt: skip
-    return replace(j, headline=_headline(j))
-
-
-def _baseline_check(
-    model: ThroughputModel,
-    baseline: Observed | None,
-    b_ctx: float,
-    b_kind: str,
-    point: _Split,
-    draws: list[_Split],
-) -> FactorRange | None:
-    """The baseline against the model's own prediction for it: a sweep of another engine
-    (other flags, a stale sweep) explains nothing about this baseline."""
-    if baseline is None or point.baseline_ratio is None:
-        return None
-    ratios = [d.baseline_ratio for d in draws if d.baseline_ratio is not None]
-    detail = (f"baseline {baseline.tok_s:.1f} vs the model's "
-              f"{model.predict(b_ctx, b_kind):.1f} tok/s")  # fmt: skip
-    return FactorRange("baseline", _interval(point.baseline_ratio, ratios), detail)
-
-
-def _far(ratio: float, limit: float) -> bool:
-    return abs(math.log(max(ratio, 1e-9))) > math.log(1 + limit)
-
-
-def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
-    """What makes any answer a guess, whatever the residual says."""
-    reasons = []
-    thin = min((len(g) for g in sweep.groups()), default=0)
-    if thin < MIN_PER_POINT:
-        reasons.append(
-            f"a sweep point rests on {thin} request (at least {MIN_PER_POINT} give a spread "
-            "to resample); sweep again with --repeat 3"
-        )
-    if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS):
-        reasons.append(
-            f"the baseline is {check.text()} off the model's own prediction for it: the "
-            "sweep does not describe the baseline (other flags, or the host's load drifted "
-            "between them); sweep again next to it, with the baseline's flags"
-        )
-    return reasons
+    return replace(j, headline=words.headline(j))
 
 
 def _outcome(
-    hard: list[str], residual: FactorRange, commit: FactorRange | None = None
+    hard: list[str], factors: tuple[FactorRange, ...], commit: FactorRange | None = None
 ) -> tuple[Outcome, list[str]]:
     """Not physics only when the residual's interval (of tok/s, or of commit length alone)
     excludes no change and the residual is big enough to matter; physics only when the
-    interval is narrow enough to say so."""
+    interval is narrow enough to say so, or when the factors explain a change far bigger
+    than it (a typed 138 -> 32 is physics even where one request reads ± 20% here)."""
+    residual = factors[2]
     r = residual.ratio
     if hard:
         return "not enough evidence", hard
-    if not r.contains(1.0) and _far(r.value, MATTERS):
+    if residual.zero_width:
+        return "not enough evidence", [
+            "the residual has no interval (nothing behind either figure to resample)"
+        ]
+    if not r.contains(1.0) and far(r.value, MATTERS):
         return "not physics", []
     if (
         commit is not None
         and not commit.ratio.contains(1.0)
-        and _far(commit.ratio.value, 2 * MATTERS)
+        and far(commit.ratio.value, 2 * MATTERS)
     ):
         return "not physics", []
     if r.rel_half_width > WIDE:
+        explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
+        if r.contains(1.0) and explained >= BIG * math.log(1 + r.rel_half_width):
+            return "physics", []
         return "not enough evidence", [
-            f"the residual's interval is ± {r.rel_half_width:.0%}, too wide to tell physics "
-            "from a bug; more requests (--repeat) narrow it"
+            f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
+            "more requests (--repeat) narrow it"
         ]
     return "physics", []
 
 
-def _change(j: Judgement) -> str:
-    obs = j.observed.tok_s
-    if j.baseline is None:
-        return f"{obs:.1f} tok/s"
-    return f"{j.baseline.tok_s:.1f} -> {obs:.1f} tok/s ({obs / j.baseline.tok_s - 1:+.0%})"
-
-
-def _headline(j: Judgement) -> str:
-    residual = j.factor("residual")
-    assert residual is not None
-    if j.outcome == "not enough evidence":
-        return f"Not enough evidence: {j.reasons[0]}."
-    commit = j.commit_check
-    if j.outcome == "not physics" and (residual.ratio.contains(1.0) or not _far(
-            residual.ratio.value, MATTERS)) and commit is not None:  # fmt: skip
-        return (
-            f"Not physics: at {_change(j)} the commit length is {commit.text()} off what context "
-            "and text explain (tok/s residual "
-            f"{residual.text()}): the drafter or a flag changed; worth a bug hunt."
-        )
-    if j.outcome == "not physics":
-        return (
-            f"Not physics: {_change(j)} is {residual.text()} off what context and text "
-            "explain; worth a bug hunt (a flag, the drafter, the host, the measurement)."
-        )
-    parts = []
-    for name, words in (("context", "context"), ("text", "text")):
-        f = j.factor(name)
-        if f is not None:
-            state = "moved" if f.moved else "did not move"
-            parts.append(f"{words} x{f.ratio.value:.2f} [{f.ratio.low:.2f}–{f.ratio.high:.2f}] "
-                         f"({state})")  # fmt: skip
-    return f"Physics: {_change(j)} = {' and '.join(parts)}; residual {residual.text()}."
-
-
-def _arithmetic(
-    model: ThroughputModel,
-    observed: Observed,
-    baseline: Observed | None,
-    kind: str,
-    b_ctx: float,
-    b_kind: str,
-    factors: tuple[FactorRange, ...],
-    expected: Interval,
-    predicted: float,
-) -> list[str]:
-    ctx = observed.context
-    lines = [
-        f"model at context {ctx:.0f}, {kind}: commit {model.commit_at(kind, ctx):.2f} / step "
-        f"{model.step_at(ctx, kind) * 1000:.3g} ms = {predicted:.1f} tok/s",
-        f"observed: {observed.tok_s:.1f} tok/s ({_rests_on(observed)})",
-    ]
-    if baseline is not None:
-        lines.append(f"baseline: {baseline.tok_s:.1f} tok/s at context {b_ctx:.0f}, {b_kind} "
-                     f"({_rests_on(baseline)})")  # fmt: skip
-    else:
-        lines.append(f"no baseline: the model's {model.predict(b_ctx, b_kind):.1f} tok/s at "
-                     f"context {b_ctx:.0f} ({b_kind}) stands in for it")  # fmt: skip
-    for f in factors[:2]:
-        lines.append(f"{f.name}: {f.detail}: tok/s x{f.ratio.value:.2f} "
-                     f"[{f.ratio.low:.2f}–{f.ratio.high:.2f}]")  # fmt: skip
-    lines.append(f"expected {expected.text('{:.1f}')} tok/s; residual {factors[2].text()}")
-    if observed.commit is not None and observed.step_s is not None:
-        c, s = model.commit_at(kind, ctx), model.step_at(ctx, kind)
-        lines.append(f"measured: commit {observed.commit:.2f} ({observed.commit / c - 1:+.0%} vs "
-                     f"model), step {observed.step_s * 1000:.3g} ms ({observed.step_s / s - 1:+.0%}"
-                     " vs model)")  # fmt: skip
-    return lines + [f"note: {n}" for n in model.notes]
-
-
-def _rests_on(o: Observed) -> str:
-    if o.n == 0:
-        return "typed: no interval of its own"
-    return f"{o.n} {'requests' if o.requests else 'live samples'}, resampled"
+def typed_verdict(
+    sweep: Sweep,
+    tok_s: float,
+    prompt: float,
+    text_type: str | None,
+    *,
+    output: int | None = None,
+    requests: int = 1,
+    baseline: float | None = None,
+    baseline_prompt: float | None = None,
+    baseline_text: str | None = None,
+    baseline_output: int | None = None,
+    baseline_requests: int = 1,
+    seed: int = 0,
+) -> Judgement:
+    """The verdict on typed figures ("it was 138, now it is 32"), as `diagnose --observed`
+    asks it: prompt lengths as typed, outputs (the sweep's when None), and how many
+    requests each figure is the median of."""
+    observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests)
+    base = typed_baseline(sweep, baseline, baseline_prompt, baseline_text,
+                          output=baseline_output, requests=baseline_requests)  # fmt: skip
+    return judge(sweep, observed, base, seed=seed)

@@ -252,6 +252,10 @@ class EngineAdapter(ABC):
     reports_round_stats = False
     #: the flag that sets a DDTree's node budget, where the engine has one
     tree_budget_flag: str | None = None
+    #: the flag that adds a fixed delay to every round (a fault of known size), if any
+    round_delay_flag: str | None = None
+    #: output parsers to switch on, flag -> value: a change that cannot move decode speed
+    parser_flags: ClassVar[dict[str, str]] = {}
 
     @abstractmethod
     def speculation(self, flags: dict[str, FlagValue]) -> Speculation:

@@ -11,73 +11,35 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from console.analysis import format as fmt
-from console.analysis.decompose import FitError, ThroughputModel, fit
-from console.analysis.live_window import LiveWindow, explain_live, live_window
+from console.analysis.decompose import ThroughputModel
 from console.analysis.records import RequestSample
 from console.analysis.round_curve import sample_curve
 from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.analysis.stats import PointSummary, Spread, spread
-from console.analysis.verdict import Judgement, Observed, Sweep, judge, typed_baseline
-from console.commands.base import HostCommand, err, with_service
+from console.commands import diagnose, twopoint
+from console.commands.base import HostCommand, with_service
+from console.commands.measure_common import (
+    _common,
+    _emit_json,
+    _footer,
+    _ints,
+    _names,
+    _progress,
+    _session,
+)
 from console.commands.web import bench_parser
 from console.errors import ConsoleError
 from console.measure import methods
 from console.measure.methods import MethodResult
-from console.measure.prompts import PromptLibrary
-from console.measure.session import MeasureError, MeasureSession
-from console.numbers import NumberListError, parse_counts
+from console.measure.session import MeasureSession
 from console.service import EngineService
-from console.store import RunStore
 
-
-def _ints(text: str) -> list[int]:
-    """An option's "64,512,1k": the parser the TUI's fields use too."""
-    try:
-        return parse_counts(text, "Each value")
-    except NumberListError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _names(text: str) -> list[str]:
-    return [v.strip() for v in text.split(",") if v.strip()]
-
-
-# -- sessions and progress ----------------------------------------------------------------
-
-
-def _session(service: EngineService, args: argparse.Namespace) -> MeasureSession:
-    library = PromptLibrary.builtin()
-    if getattr(args, "prompts", None):
-        library.extend_from_file(args.prompts)
-    store = None if getattr(args, "no_store", False) else RunStore.default()
-    return MeasureSession(service, store=store, library=library, on_note=lambda t: err(f"  {t}"))
-
-
-@contextmanager
-def _progress(args: argparse.Namespace, label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on a terminal; nothing with --json or off a terminal."""
-    if getattr(args, "json", False) or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), transient=True,
-    ) as bar:  # fmt: skip
-        task = bar.add_task(label, total=None)
-
-        def tick(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield tick
+# Kept importable from here, where they lived before diagnose had its own module.
+print_verdict = diagnose.print_verdict
+stored_live_window = diagnose.stored_live_window
 
 
 # -- printing -----------------------------------------------------------------------------
@@ -175,18 +137,6 @@ def print_sample_text(s: RequestSample) -> None:
     print("  " + s.text.replace("\n", "\n  "))
 
 
-def _emit_json(result: MethodResult, extra: dict[str, Any] | None = None) -> None:
-    data = result.as_dict()
-    if extra:
-        data.update(extra)
-    print(json.dumps(data, indent=2, default=str))
-
-
-def _footer(result: MethodResult) -> None:
-    if result.run_id is not None:
-        print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
-
-
 # -- commands -----------------------------------------------------------------------------
 
 
@@ -253,166 +203,6 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
 def print_model(model: ThroughputModel) -> None:
     for line in model.describe():
         print(line)
-
-
-async def cmd_twopoint(args: argparse.Namespace) -> int:
-    async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "two-point") as tick:
-            result = await methods.two_point(
-                session, n1=args.n1, n2=args.n2, context=args.context, text_type=args.text_type,
-                repeat=args.repeat, tick=tick,
-            )  # fmt: skip
-        if args.json:
-            _emit_json(result)
-            return 0
-        f = result.figures
-        if f.get("twopoint_tok_s") is None:
-            print(f"two-point: no result ({f.get('error', 'T(N2) was not above T(N1)')})")
-            return 1
-        print(
-            f"two-point decode: {f['twopoint_tok_s']:.1f} tok/s = ({args.n2} - {args.n1}) tokens / "
-            f"(T({args.n2}) - T({args.n1})), medians of {f['pairs']} pairs, client wall time"
-        )
-        if f.get("server_tok_s"):
-            print(
-                f"server decode time, same tokens: {f['server_tok_s']:.1f} tok/s "
-                f"({f['agreement']:+.1%})"
-            )
-        if f.get("whole_request_tok_s"):
-            w = f["whole_request_tok_s"]
-            print(f"whole-request decode (N={args.n2}, server): {w['median']:.1f} tok/s")
-        _footer(result)
-        return 0
-
-    return await with_service(args, body)
-
-
-async def cmd_streamcheck(args: argparse.Namespace) -> int:
-    async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "stream check") as tick:
-            result = await methods.stream_check(
-                session, context=args.context, max_tokens=args.max_tokens,
-                text_type=args.text_type, repeat=args.repeat, tick=tick,
-            )  # fmt: skip
-        if args.json:
-            _emit_json(result)
-            return 0
-        f = result.figures
-        for label, key in (
-            ("streamed, client-side", "stream_client_tok_s"),
-            ("streamed, engine's figure", "stream_server_tok_s"),
-            ("not streamed, engine's figure", "plain_tok_s"),
-        ):
-            if f.get(key):
-                print(f"{label:<32}{f[key]['median']:.1f} tok/s")
-        print(f.get("verdict", "no verdict: the streamed or the plain requests gave no figure"))
-        _footer(result)
-        return 2 if f.get("distorted") else 0
-
-    return await with_service(args, body)
-
-
-# -- diagnose -----------------------------------------------------------------------------
-
-
-async def _sweep_for(
-    session: MeasureSession, args: argparse.Namespace, needed: list[str], reach: float
-) -> tuple[Sweep, str]:
-    """The sweep the verdict's model is fitted from: the newest stored sweep over at least
-    two contexts with the flags in force and every needed text type (never a one-context
-    baseline), or, when there is none, a new one covering `reach`. A stored sweep that does not
-    reach the context asked about is kept: the verdict then refuses to extrapolate and
-    offers the sweep to run, rather than silently sweeping for minutes."""
-    facts = await session.facts()
-    host = session.service.profile.name
-    store = session.store
-    if store is not None and not args.fresh:
-        run = await store.latest_sweep(host, flags_hash=facts.flags_hash, text_types=needed)
-        if run is not None:
-            return Sweep(run.requests, host, facts.context_limit), f"sweep run {run.id}"
-    limit = facts.context_limit or 2048
-    output = 64
-    top = int(min(limit - output, max(reach * 1.1, 512)))
-    contexts = sorted({64, max(65, top // 3), max(66, 2 * top // 3), top})
-    err(f"  no stored sweep for these flags; sweeping contexts {contexts} on {', '.join(needed)}")
-    result = await methods.context_sweep(
-        session, contexts=contexts, output_tokens=output, text_types=needed, repeat=3
-    )
-    return Sweep(tuple(result.samples), host, facts.context_limit), f"new sweep run {result.run_id}"
-
-
-async def cmd_diagnose(args: argparse.Namespace) -> int:
-    async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        live: LiveWindow | None = None
-        if args.observed is None:
-            live = await stored_live_window(session.store, service.profile.name, args.window)
-        context = args.context if args.context is not None else live and live.context
-        if context is None:
-            raise MeasureError("Pass --context (the context the figure was observed at).")
-        # With live figures the text is inferred unless given; these are only what the
-        # sweep must cover.
-        text = args.text or "prose"
-        needed = sorted({text, args.baseline_text or text})
-        reach = max(context, args.baseline_context or 0)
-        sweep, source = await _sweep_for(session, args, needed, reach)
-        if live is not None:
-            # The same summary and verdict as the TUI's ctrl+l on the same samples.
-            judged = explain_live(
-                sweep, live, text_type=args.text, context=args.context,
-                baseline=args.baseline, baseline_context=args.baseline_context,
-                baseline_text=args.baseline_text,
-            ).verdict  # fmt: skip
-        else:
-            observed = Observed.typed(args.observed, context, text)
-            base = typed_baseline(sweep, args.baseline, args.baseline_context, args.baseline_text)
-            judged = judge(sweep, observed, base)
-        print_verdict(judged, source, live, as_json=args.json, sweep=sweep)
-        return 0
-
-    return await with_service(args, body)
-
-
-def print_verdict(
-    judged: Judgement,
-    source: str,
-    live: LiveWindow | None = None,
-    *,
-    as_json: bool = False,
-    sweep: Sweep | None = None,
-) -> None:
-    """A verdict as `diagnose` prints it, or its JSON (with the fitted model, as before)."""
-    if as_json:
-        out: dict[str, Any] = {"verdict": judged.as_dict(), "model_from": source}
-        try:
-            out["model"] = fit(sweep.samples).as_dict() if sweep is not None else None
-        except FitError:
-            out["model"] = None
-        if live is not None:
-            out["live"] = live.as_dict()
-        print(json.dumps(out, indent=2))
-        return
-    if live is not None:
-        kind = judged.text_type or "none of the swept types"
-        print(live.text(kind + (" (uncertain)" if "uncertain" in judged.text() else "")))
-    print(judged.text())
-    print(f"(model from {source})")
-
-
-async def stored_live_window(store: RunStore | None, host: str, window_s: float) -> LiveWindow:
-    """The live window `diagnose` explains: the samples `watch` stored for `host` in the
-    last `window_s` seconds, summarised as the TUI summarises its own."""
-    now = time.time()
-    samples = await store.live_since(host, now - window_s) if store is not None else []
-    window = live_window(samples, window_s=window_s, now=now)
-    if window is None:
-        raise MeasureError(
-            f"No live samples for {host} in the last {window_s:.0f} s; run `specconsole "
-            f"watch {host}` while it serves traffic, or pass --observed."
-        )
-    return window
 
 
 # -- bench fidelity -----------------------------------------------------------------------
@@ -517,19 +307,9 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     """Add the measurement commands to the `specconsole` parser."""
     _register_prompt(host_command)
     _register_methods(host_command)
-    _register_diagnose(host_command)
+    twopoint.register(host_command)
+    diagnose.register(host_command)
     _register_fidelity(sub)
-
-
-def _common(p: argparse.ArgumentParser, *, repeat: int | None) -> None:
-    """The options every measuring command takes."""
-    p.add_argument(
-        "--repeat", type=int, default=repeat,
-        help="repeats per point" + (" (default: until --target-rel)" if repeat is None else ""),
-    )  # fmt: skip
-    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
-    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
-    p.add_argument("--json", action="store_true", help="machine-readable output only")
 
 
 def _register_prompt(host_command: HostCommand) -> None:
@@ -567,37 +347,6 @@ def _register_methods(host_command: HostCommand) -> None:
     _common(p, repeat=None)
     add_sample_options(p)
     p.set_defaults(func=cmd_sweep)
-
-    p = host_command("twopoint", "Decode rate as (N2-N1)/(T(N2)-T(N1)): prefill and RTT cancel.")
-    p.add_argument("--n1", type=int, default=32)
-    p.add_argument("--n2", type=int, default=160)
-    p.add_argument("--context", type=int, default=256)
-    p.add_argument("--text-type", default="code")
-    _common(p, repeat=3)
-    p.set_defaults(func=cmd_twopoint)
-
-    p = host_command("streamcheck", "Does streaming over this link distort decode figures?")
-    p.add_argument("--context", type=int, default=256)
-    p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--text-type", default="code")
-    _common(p, repeat=3)
-    p.set_defaults(func=cmd_streamcheck)
-
-
-def _register_diagnose(host_command: HostCommand) -> None:
-    p = host_command("diagnose", "Explain a tok/s figure as context growth x text acceptance.")
-    p.add_argument("--observed", type=float, help="the tok/s to explain (default: live series)")
-    p.add_argument("--context", type=float, help="context (tokens) it was observed at")
-    p.add_argument("--text", help="text type it was observed on (default prose, or inferred)")
-    p.add_argument("--baseline", type=float, help="the earlier tok/s it is compared with")
-    p.add_argument(
-        "--baseline-context", type=float, help="context of the baseline (default: shortest swept)"
-    )
-    p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
-    p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
-    p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
-    _common(p, repeat=2)
-    p.set_defaults(func=cmd_diagnose)
 
 
 def _register_fidelity(sub: argparse._SubParsersAction) -> None:

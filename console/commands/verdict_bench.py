@@ -1,9 +1,12 @@
 """`specconsole bench verdict [HOST]`: how often is the verdict right on a real engine?
 
 Thin over `console.experiments.verdict_bench`: scenarios whose true cause is known (the same
-engine twice, context growth, a text change, speculation off, a smaller tree budget),
-each `--runs` times; prints accuracy per scenario and the false-alarm rate, or `--json`.
-The engine is restarted for the flag scenarios and always ends on its original flags.
+engine twice, context growth, a text change, speculation off, tree budgets, parsers across
+a restart, an injected round delay), each `--runs` times and asked through the operator's
+own paths (typed `diagnose`, `history explain`, `set --baseline` in both orders); prints
+accuracy per scenario and per path, the false-alarm rate with its 95% upper bound and the
+run time, or `--json`. The engine is restarted for the flag scenarios and always ends on
+its original flags.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from console.experiments.verdict_bench import (
     MIN_ROUNDS,
     OUTPUT,
     PASSAGES,
+    PATH_NAMES,
     SCENARIOS,
     SMALL,
     TARGET_REL,
@@ -42,17 +46,19 @@ def print_bench(result: BenchResult) -> None:
         f"{', '.join(p['sweep_text_types'])}) and measures both sides again; every figure "
         f"reads the same {t['passages']} passages, in rounds until its tok/s interval is "
         f"within ± {t['target_rel']:.0%} ({t['min_repeat']}-{t['max_repeat']} rounds), "
-        f"{p['output_tokens']} tokens a request. True effect = after / before pooled "
-        f"tok/s; 'not enough evidence' counts as right when it is within {SMALL:.0%}."
+        f"{p['output_tokens']} tokens a request. Paths: {', '.join(p['paths'])}. True "
+        f"effect = after / before pooled tok/s; 'not enough evidence' counts as right when it "
+        f"is within {SMALL:.0%}."
     )
-    print(f"  original flags {state}; took {result.seconds:.0f} s")
+    parts = ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items())
+    print(f"  original flags {state}; took {result.seconds:.0f} s ({parts})")
 
 
 def _trial_line(trial: Trial) -> None:
     effect = "-" if trial.effect is None else f"{trial.effect:+.0%}"
     mark = "right" if trial.right else "WRONG"
-    err(f"  run {trial.run + 1} {trial.scenario}: {trial.outcome} ({mark}; true effect "
-        f"{effect}) {trial.headline}")  # fmt: skip
+    err(f"  run {trial.run + 1} {trial.scenario} [{trial.path}]: {trial.outcome} ({mark}; "
+        f"true effect {effect}) {trial.headline}")  # fmt: skip
 
 
 async def cmd_bench_verdict(args: argparse.Namespace) -> int:
@@ -67,7 +73,7 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
                 session, scenarios=args.scenarios, runs=args.runs, output_tokens=args.output,
                 target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
                                     max_repeat=args.max_rounds, passages=PASSAGES),
-                seed=args.seed, timeout=args.timeout, tick=tick,
+                seed=args.seed, timeout=args.timeout, tick=tick, paths=args.paths,
                 on_trial=None if args.json else _trial_line,
             )  # fmt: skip
         if args.save:  # the table on screen and the JSON kept, from the same run
@@ -96,6 +102,16 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _paths(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PATH_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown path {unknown[0] if unknown else text!r}; choose from {', '.join(PATH_NAMES)}"
+        )
+    return names
+
+
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
     """Add `bench verdict [HOST]` to the shared `bench` group."""
     p = bench_parser(sub).add_parser(
@@ -111,6 +127,10 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument(
         "--scenarios", type=_names, default=list(SCENARIOS),
         help=f"comma-separated, default all: {','.join(SCENARIOS)}",
+    )  # fmt: skip
+    p.add_argument(
+        "--paths", type=_paths, default=list(PATH_NAMES),
+        help=f"comma-separated operator paths, default all: {','.join(PATH_NAMES)}",
     )  # fmt: skip
     p.add_argument("--output", type=int, default=OUTPUT, help=f"output tokens (default {OUTPUT})")
     p.add_argument(

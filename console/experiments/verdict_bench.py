@@ -1,232 +1,99 @@
-"""How often is the verdict right? Scenarios on a real engine whose cause is known.
+"""How often is the verdict right? Scenarios whose cause is known, asked through the
+operator's own paths.
 
-Each scenario measures a "before" and an "after" figure where the true cause of the
-change is known by construction, and asks `verdict.judge` about it:
-
-  null         the same engine, context and text twice         -> physics (no residual)
-  context      the same text, context 256 -> 1800              -> physics (context factor)
-  text         code -> prose at the same context               -> physics (text factor)
-  spec-off     speculation switched off (a flag)               -> not physics
-  tree-budget  a DDTree budget of 3 instead of the drafter's   -> not physics
-               default (a regression: rounds draft fewer tokens on the same text
-               and context; bundled engine only)
+Each scenario (`verdict_scenarios`) measures a "before" and an "after" side where the
+true cause of the change is known by construction, and each of its paths
+(`verdict_paths`) asks what an operator would ask: `typed` (the figures typed into
+`diagnose`), `explain` (`history explain A B` on the stored sides), and, for the flag
+scenarios, `set --baseline` in both orders (A-B, and A-B-A-B with `--bracket`), which
+measure their own sides the way that command does. Nothing is judged by a protocol of
+the benchmark's own.
 
 A run is: a context sweep on the engine's own flags covering every context and text type
-the scenarios use (the model is refitted from it in every run, never reused), then each
-scenario's two sides. Every figure, the sweep's included, reads the same passages
-(`PASSAGES` windows of its text), so the verdict can pair them by passage
-(`verdict.paired`): greedy decoding commits the same tokens on a passage every time,
-which leaves timing as the only noise. How many times each passage is read follows the
-console's sample-size rule (`sample_size`): rounds go on until every figure's pooled
-tok/s interval is within `TARGET_REL` (5%), at least `MIN_ROUNDS`, at most `MAX_ROUNDS`.
-A residual is the product of up to four such figures (observed, baseline and the model
-at both points), so ± 5% each keeps it well inside the verdict's ± 15% limit; on this
-2-core host the step time of one passage drifts by ± 15-20% over seconds (other jobs
-on the same cores), which a fixed three reads cannot average out. The sides of the
-no-flag scenarios (and the sweep) are interleaved request by request, so drift falls on
-all of them alike; the flag scenarios measure their "before" on the original flags,
-restart with the change, measure "after", and the original flags come back through the
-normal apply path at the end of each run and always at the end (errors and Ctrl-C
-included).
-
-Scoring: the outcome is right when it is the true one. "Not enough evidence" is also
-right when the true effect (the pooled after / before tok/s of that run) is within
-`SMALL` (15%): a change that small is inside what a bug hunt cares about, so declining to
-call it is not a miss. A false alarm is "not physics" where the truth is physics.
+the scenarios use (the model is refitted from it in every run, never reused), each
+scenario's two sides, then the `set --baseline` trials. The sweep, both sides of the
+no-flag scenarios and the "before" of the others are interleaved request by request in
+rounds (every passage of every figure once a round), all reading the same `PASSAGES`
+windows of their text, until every figure's pooled tok/s interval is within
+`TARGET_REL` (at least `MIN_ROUNDS`, at most `MAX_ROUNDS` rounds); a flag scenario's
+"after" side restarts with its flags through the normal apply path. The round delay is
+sized from this run's measured step time (a quarter of a round: -20% tok/s by
+construction, beside the measured effect). The original flags come back through the
+normal apply path after each flag change and always at the end (errors and Ctrl-C
+included). The sides and the sweep are stored in a history store of the benchmark's own
+(a temporary file), never in the operator's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from console.analysis.decompose import FitError
+from console.analysis.intervals import pool, usable
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import TARGET_REL, SampleTarget, narrow_enough
-from console.analysis.verdict import Judgement, Observed, Outcome, Sweep, judge
-from console.backends import get_adapter
+from console.analysis.verdict import Sweep
+from console.analysis.verdict_scoring import (  # noqa: F401  (the names callers import)
+    SMALL,
+    ScenarioScore,
+    Trial,
+    false_alarms,
+    not_enough_on_big,
+    path_scores,
+    right,
+    trial_of,
+    upper_bound,
+)
+from console.analysis.verdict_scoring import scores as _scores
 from console.config import FlagValue
 from console.experiments.breakeven import (
     _finish_even_if_cancelled,
     _restore,
     restore_changes,
-    speculation_off,
+)
+from console.experiments.verdict_paths import (
+    baseline_trial,
+    explain_trial,
+    store_run,
+    typed_trial,
+)
+from console.experiments.verdict_scenarios import (  # noqa: F401
+    AB,
+    ABAB,
+    EXPLAIN,
+    LONG,
+    PATH_NAMES,
+    SCENARIOS,
+    SHORT,
+    SLOWER,
+    TREE_BUDGET,
+    TYPED,
+    Point,
+    Scenario,
+    delay_ms,
 )
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
+from console.store import RunStore
 
-SMALL = 0.15  # a true effect within 15%: "not enough evidence" is not counted wrong
 PASSAGES = 2  # windows of each text every figure reads (the same ones everywhere)
 MIN_ROUNDS = 3  # reads of each passage per figure at least: two is the least to resample
-MAX_ROUNDS = 16  # and at most: ~4 minutes a run on two cores (all five scenarios)
+MAX_ROUNDS = 16  # and at most
 # Tokens per request: ~25 rounds on the bundled pair; a request costs mostly its prompt,
 # so more rounds a request average more timing noise almost for free (1800 + 240 fits
 # the bundled pair's 2048 context).
 OUTPUT = 240
-TREE_BUDGET = 3  # the regression: the drafter's default is its block size minus 1 (15)
 
 Tick = Callable[[int, int], None]
-Changes = Callable[[str, dict[str, FlagValue]], dict[str, str | None]]
-
-
-@dataclass(frozen=True, order=True)
-class Point:
-    text_type: str
-    context: int
-
-    def __str__(self) -> str:
-        return f"{self.text_type}@{self.context}"
-
-
-def _smaller_tree(engine: str, flags: dict[str, FlagValue]) -> dict[str, str | None]:
-    budget_flag = get_adapter(engine).tree_budget_flag
-    if budget_flag is None:
-        raise MeasureError(
-            "The tree-budget scenario needs the bundled engine's "
-            "speculative-ddtree-budget flag; leave it out with --scenarios."
-        )
-    return {budget_flag: str(TREE_BUDGET)}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    truth: Outcome
-    what: str
-    before: Point
-    after: Point
-    changes: Changes | None = None  # the flag changes the "after" side runs with
-
-
-SHORT, LONG = 256, 1800
-_ALL = (
-    Scenario("null", "physics", "the same engine, context and text measured twice",
-                 Point("code", SHORT), Point("code", SHORT)),
-        Scenario("context", "physics", f"code at context {SHORT} -> {LONG}",
-                 Point("code", SHORT), Point("code", LONG)),
-        Scenario("text", "physics", f"code -> prose at context {SHORT}",
-                 Point("code", SHORT), Point("prose", SHORT)),
-        Scenario("spec-off", "not physics", "speculation switched off by a flag",
-                 Point("code", SHORT), Point("code", SHORT), speculation_off),
-        Scenario("tree-budget", "not physics",
-                 f"a DDTree budget of {TREE_BUDGET} (a regression at the same text and context)",
-                 Point("code", SHORT), Point("code", SHORT), _smaller_tree),
-)  # fmt: skip
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
-
-
-# -- scoring -----------------------------------------------------------------------------
-
-
-def right(truth: Outcome, outcome: str, effect: float | None) -> bool:
-    """The outcome is the true one, or "not enough evidence" on a true effect within
-    `SMALL` (unknown effect: counted wrong)."""
-    if outcome == truth:
-        return True
-    return outcome == "not enough evidence" and effect is not None and abs(effect) <= SMALL
-
-
-def tok_s(samples: Sequence[RequestSample]) -> float | None:
-    """Pooled decode tok/s (tokens / decode time): steps are not needed, so it holds for
-    an autoregressive side too."""
-    ok = [s for s in samples if s.ok and s.decode_time_s and s.completion_tokens > 1]
-    seconds = sum(s.decode_time_s or 0.0 for s in ok)
-    return sum(s.completion_tokens - 1 for s in ok) / seconds if seconds else None
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One run of one scenario: the verdict and the true effect it was scored against."""
-
-    scenario: str
-    run: int
-    truth: Outcome
-    outcome: str
-    effect: float | None  # after / before pooled tok/s, minus 1
-    headline: str
-    judgement: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def right(self) -> bool:
-        return right(self.truth, self.outcome, self.effect)
-
-    @property
-    def false_alarm(self) -> bool:
-        return self.truth == "physics" and self.outcome == "not physics"
-
-    def as_dict(self) -> dict[str, Any]:
-        j = self.judgement
-        return {
-            "scenario": self.scenario, "run": self.run, "truth": self.truth,
-            "outcome": self.outcome, "right": self.right, "false_alarm": self.false_alarm,
-            "true_effect": self.effect, "headline": self.headline,
-            "residual": next((f["ratio"] for f in j.get("factors", ())
-                              if f["name"] == "residual"), None),
-            "commit_residual": (j.get("commit_residual") or {}).get("ratio"),
-            "paired": j.get("paired"),
-            "before": j.get("baseline"), "after": j.get("observed"),
-            "baseline_check": (j.get("baseline_check") or {}).get("ratio"),
-        }  # fmt: skip
-
-
-def trial_of(scenario: Scenario, run: int, effect: float | None, j: Judgement) -> Trial:
-    return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline, j.as_dict())
-
-
-@dataclass(frozen=True)
-class ScenarioScore:
-    scenario: Scenario
-    trials: tuple[Trial, ...]
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return {o: sum(t.outcome == o for t in self.trials)
-                for o in ("physics", "not physics", "not enough evidence")}  # fmt: skip
-
-    @property
-    def n_right(self) -> int:
-        return sum(t.right for t in self.trials)
-
-    @property
-    def accuracy(self) -> float | None:
-        return self.n_right / len(self.trials) if self.trials else None
-
-    @property
-    def effects(self) -> list[float]:
-        return [t.effect for t in self.trials if t.effect is not None]
-
-    def effect_text(self) -> str:
-        e = self.effects
-        if not e:
-            return "-"
-        return f"{statistics.median(e):+.0%} ({min(e):+.0%}..{max(e):+.0%})"
-
-    def as_dict(self) -> dict[str, Any]:
-        e = self.effects
-        return {
-            "scenario": self.scenario.name, "truth": self.scenario.truth,
-            "what": self.scenario.what, "runs": len(self.trials), "outcomes": self.counts,
-            "right": self.n_right, "accuracy": self.accuracy,
-            "false_alarms": sum(t.false_alarm for t in self.trials),
-            "true_effect": {"median": statistics.median(e), "min": min(e), "max": max(e)}
-            if e else None,
-        }  # fmt: skip
 
 
 def scores(trials: Sequence[Trial]) -> list[ScenarioScore]:
-    names = list(dict.fromkeys(t.scenario for t in trials))
-    return [ScenarioScore(SCENARIOS[n], tuple(t for t in trials if t.scenario == n))
-            for n in names]  # fmt: skip
-
-
-def false_alarms(trials: Sequence[Trial]) -> tuple[int, int]:
-    """("not physics" where the truth is physics, trials whose truth is physics)."""
-    physics = [t for t in trials if t.truth == "physics"]
-    return sum(t.false_alarm for t in physics), len(physics)
+    return _scores(trials, SCENARIOS)
 
 
 @dataclass
@@ -237,53 +104,65 @@ class BenchResult:
     flags_after: dict[str, FlagValue] | None = None
     seconds: float = 0.0
     status: str = "complete"
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per part, summed
 
     @property
     def restored(self) -> bool:
         return self.flags_after == self.flags_before
 
     def table(self) -> list[str]:
-        head = (f"{'scenario':<12} {'truth':<12} {'true effect (median, range)':<28} "
+        head = (f"{'scenario':<14} {'truth':<12} {'true effect (median, range)':<28} "
                 f"{'physics':>7} {'not phys.':>9} {'not enough':>10} {'accuracy':>13}")  # fmt: skip
         lines = [head, "-" * len(head)]
         for s in scores(self.trials):
             c = s.counts
             acc = f"{s.n_right}/{len(s.trials)} {s.accuracy:.0%}" if s.trials else "-"
             lines.append(
-                f"{s.scenario.name:<12} {s.scenario.truth:<12} {s.effect_text():<28} "
+                f"{s.scenario.name:<14} {s.scenario.truth:<12} {s.effect_text():<28} "
                 f"{c['physics']:>7} {c['not physics']:>9} {c['not enough evidence']:>10} "
                 f"{acc:>13}"
             )
+        for path, p in path_scores(self.trials).items():
+            acc = f"{p['right']}/{p['trials']} {p['accuracy']:.0%}" if p["trials"] else "-"
+            lines.append(f"  path {path:<18} {acc:>13} right; false alarms "
+                         f"{p['false_alarms']}/{p['physics_trials']}")  # fmt: skip
         alarms, physics = false_alarms(self.trials)
+        bound = upper_bound(alarms, physics)
         null = [t for t in self.trials if t.scenario == "null"]
         lines.append(
             f"false alarms ('not physics' where the truth is physics): {alarms}/{physics}"
+            + (f" (95% upper bound {bound:.1%})" if bound is not None else "")
             + (f"; on null: {sum(t.false_alarm for t in null)}/{len(null)}" if null else "")
         )
+        big, of = not_enough_on_big(self.trials)
+        if of:
+            lines.append(f"'not enough evidence' where the true effect exceeds 25%: {big}/{of}")
         return lines
 
     def as_dict(self) -> dict[str, Any]:
         alarms, physics = false_alarms(self.trials)
         null = [t for t in self.trials if t.scenario == "null"]
+        big, of = not_enough_on_big(self.trials)
         return {
             "status": self.status,
             "params": self.params,
             "seconds": self.seconds,
+            "timings": self.timings,
             "scenarios": [s.as_dict() for s in scores(self.trials)],
+            "paths": path_scores(self.trials),
             "false_alarms": {
                 "count": alarms,
                 "of": physics,
                 "rate": alarms / physics if physics else None,
+                "upper_95": upper_bound(alarms, physics),
                 "null": sum(t.false_alarm for t in null),
             },
+            "not_enough_on_big": {"count": big, "of": of},
             "flags_before": self.flags_before,
             "flags_after": self.flags_after,
             "restored": self.restored,
             "trials": [t.as_dict() for t in self.trials],
         }
-
-
-# -- the runner --------------------------------------------------------------------------
 
 
 def _changed(original: dict[str, FlagValue], changes: dict[str, str | None]) -> dict[str, Any]:
@@ -306,6 +185,58 @@ class _Ticker:
             self.tick(self.done, self.total)
 
 
+# -- the runner --------------------------------------------------------------------------
+
+
+@dataclass
+class _Bench:
+    """What every run of one benchmark shares."""
+
+    session: MeasureSession
+    chosen: list[Scenario]
+    original: dict[str, FlagValue]
+    contexts: list[int]
+    kinds: list[str]
+    output_tokens: int
+    target: SampleTarget
+    seed: int
+    timeout: float
+    ticker: _Ticker
+    last_good_before: Any
+    store: RunStore
+    paths: tuple[str, ...]
+    on_trial: Callable[[Trial], None] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def took(self, part: str, since: float) -> None:
+        self.timings[part] = self.timings.get(part, 0.0) + time.monotonic() - since
+
+    def emit(self, trial: Trial) -> Trial:
+        if self.on_trial:
+            self.on_trial(trial)
+        return trial
+
+    async def restore(self) -> None:
+        await _finish_even_if_cancelled(
+            _restore(self.session, self.original, self.last_good_before, self.timeout)
+        )
+        await self.session.facts(refresh=True)
+
+
+def _validate(scenarios: Sequence[str], runs: int, target: SampleTarget, paths: Sequence[str]):
+    unknown = [n for n in scenarios if n not in SCENARIOS]
+    if unknown:
+        raise MeasureError(
+            f"Unknown scenario {unknown[0]!r}; the scenarios are {', '.join(SCENARIOS)}."
+        )
+    bad = [p for p in paths if p not in PATH_NAMES]
+    if bad or not paths:
+        raise MeasureError(f"Unknown path {bad[0] if bad else ''!r}; the paths are "
+                           f"{', '.join(PATH_NAMES)}.")  # fmt: skip
+    if runs < 1 or target.min_repeat < 2 or not target.passages:
+        raise MeasureError("The benchmark needs --runs >= 1, 2+ rounds and fixed passages.")
+
+
 async def run_bench(
     session: MeasureSession,
     *,
@@ -319,22 +250,18 @@ async def run_bench(
     timeout: float = 600.0,
     tick: Tick | None = None,
     on_trial: Callable[[Trial], None] | None = None,
+    paths: Sequence[str] = PATH_NAMES,
 ) -> BenchResult:
-    """Every scenario `runs` times; the engine ends on its original flags, always."""
-    unknown = [n for n in scenarios if n not in SCENARIOS]
-    if unknown:
-        raise MeasureError(
-            f"Unknown scenario {unknown[0]!r}; the scenarios are {', '.join(SCENARIOS)}."
-        )
-    if runs < 1 or target.min_repeat < 2 or not target.passages:
-        raise MeasureError("The benchmark needs --runs >= 1, 2+ rounds and fixed passages.")
+    """Every scenario `runs` times on each of its `paths`; the engine ends on its
+    original flags, always."""
+    _validate(scenarios, runs, target, paths)
     chosen = [SCENARIOS[n] for n in dict.fromkeys(scenarios)]
     service = session.service
     facts = await session.facts(refresh=True)
     original = dict((await service.current_config()).flags)
     # Every change is computed and planned before anything runs (a refused flag fails here).
-    changed = {s.name: s.changes(session.engine, original) for s in chosen if s.changes}
-    for changes in changed.values():
+    planned = {s.name: s.changes(session.engine, original, None) for s in chosen if s.changes}
+    for changes in planned.values():
         await service.plan(changes)
     points = sorted({p for s in chosen for p in (s.before, s.after)})
     contexts = sorted({p.context for p in points} | {SHORT, LONG})  # a step line needs two
@@ -343,118 +270,177 @@ async def run_bench(
         session.check_fits(facts, c, output_tokens)
     params = {
         "scenarios": [s.name for s in chosen], "runs": runs, "output_tokens": output_tokens,
-        "sample_target": target.as_dict(), "sweep_contexts": contexts,
+        "sample_target": target.as_dict(), "sweep_contexts": contexts, "paths": list(paths),
         "sweep_text_types": kinds, "seed": seed, "model": "refitted every run from its own sweep",
-        "changes": changed,
+        "changes": planned,
     }  # fmt: skip
     figures = len(contexts) * len(kinds) + 2 * len(chosen)
-    per_run = figures * target.max_repeat * target.passages  # the most a run can take
-    ticker = _Ticker(runs * per_run, tick)
-    launch = await service.store()
-    last_good_before = await launch.last_good()
+    ticker = _Ticker(runs * figures * target.max_repeat * (target.passages or 1), tick)
+    last_good_before = await (await service.store()).last_good()
     result = BenchResult([], params, original)
     started = time.monotonic()
-    try:
-        for run in range(runs):
-            session.note(f"run {run + 1} of {runs}")
-            for trial in await _one_run(
-                session, chosen, changed, original, run,
-                contexts=contexts, kinds=kinds, output_tokens=output_tokens, target=target,
-                seed=seed, timeout=timeout, ticker=ticker,
-                last_good_before=last_good_before,
-            ):  # fmt: skip
-                result.trials.append(trial)
-                if on_trial:
-                    on_trial(trial)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        result.status = "incomplete"
-        raise
-    finally:
-        result.flags_after, cancelled = await _finish_even_if_cancelled(
-            _restore(session, original, last_good_before, timeout)
-        )
-        result.seconds = time.monotonic() - started
-        if cancelled:
-            raise asyncio.CancelledError
+    with tempfile.TemporaryDirectory(prefix="verdict-bench-") as tmp:
+        store = RunStore(Path(tmp) / "history.sqlite")
+        bench = _Bench(
+            session, chosen, original, contexts, kinds, output_tokens, target, seed, timeout,
+            ticker, last_good_before, store, tuple(paths), on_trial,
+        )  # fmt: skip
+        try:
+            for run in range(runs):
+                session.note(f"run {run + 1} of {runs}")
+                result.trials.extend(await _one_run(bench, run))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            result.status = "incomplete"
+            raise
+        finally:
+            result.flags_after, cancelled = await _finish_even_if_cancelled(
+                _restore(session, original, last_good_before, timeout)
+            )
+            result.seconds = time.monotonic() - started
+            result.timings = bench.timings
+            store.close()
+            if cancelled:
+                raise asyncio.CancelledError
     return result
 
 
-async def _one_run(
-    session: MeasureSession,
-    chosen: Sequence[Scenario],
-    changed: dict[str, dict[str, str | None]],
-    original: dict[str, FlagValue],
+async def _one_run(bench: _Bench, run: int) -> list[Trial]:
+    """One sweep and every scenario's two sides, its typed and explain verdicts, then its
+    `set --baseline` trials; the flags back to the original after each change."""
+    session = bench.session
+    t0 = time.monotonic()
+    sweep_samples, sides = await _interleaved(bench, run)
+    bench.took("sweep and unchanged sides", t0)
+    facts = await session.facts(refresh=True)
+    host = session.service.profile.name
+    sweep = Sweep(tuple(sweep_samples), host, facts.context_limit,
+                  source=f"the benchmark's sweep, run {run + 1}")  # fmt: skip
+    step = _step_at(sweep_samples, Point("code", SHORT))
+    flagged = [s for s in bench.chosen if s.changes is not None]
+    changed = {s.name: s.changes(session.engine, bench.original, step) for s in flagged}
+    t0 = time.monotonic()
+    try:
+        for s in flagged:
+            sides[(s.name, "after")] = await _after_with_flags(
+                session, s, _changed(bench.original, changed[s.name]), changed[s.name],
+                output_tokens=bench.output_tokens, target=bench.target, timeout=bench.timeout,
+                ticker=bench.ticker,
+            )  # fmt: skip
+    finally:
+        if flagged:
+            await bench.restore()
+    bench.took("changed sides (restarts included)", t0)
+    trials = await _asked(bench, run, sweep, sides, changed, step)
+    for s in flagged:
+        for order in (AB, ABAB):
+            if order in s.paths and order in bench.paths:
+                trials.append(bench.emit(await _baseline(bench, s, run, changed[s.name], order)))
+    return trials
+
+
+async def _baseline(
+    bench: _Bench, s: Scenario, run: int, changes: dict[str, str | None], order: str
+) -> Trial:
+    t0 = time.monotonic()
+    try:
+        return await baseline_trial(bench.session, s, run, changes, bracket=order == ABAB,
+                                    timeout=bench.timeout)  # fmt: skip
+    finally:
+        await bench.restore()
+        bench.took(f"path {order} (restarts included)", t0)
+
+
+def _step_at(samples: Sequence[RequestSample], point: Point) -> float | None:
+    """The pooled step time of the sweep at `point`: what the round delay is sized by."""
+    ok = [s for s in usable(samples)
+          if (s.text_type, s.context_tokens) == (point.text_type, point.context)]  # fmt: skip
+    return pool(ok).step_s if ok else None
+
+
+async def _asked(
+    bench: _Bench,
     run: int,
-    *,
-    contexts: Sequence[int],
-    kinds: Sequence[str],
-    output_tokens: int,
-    target: SampleTarget,
-    seed: int,
-    timeout: float,
-    ticker: _Ticker,
-    last_good_before: Any,
+    sweep: Sweep,
+    sides: dict[tuple[str, str], list[RequestSample]],
+    changed: dict[str, dict[str, str | None]],
+    step: float | None,
 ) -> list[Trial]:
-    """One sweep and every scenario's two sides; the flags back to the original after."""
-    service = session.service
-    points = [Point(k, c) for c in contexts for k in kinds]
+    """The typed and explain verdicts on every scenario's two sides, the sides stored as
+    an operator's history would hold them."""
+    t0 = time.monotonic()
+    session, store = bench.session, bench.store
+    where = {"host": session.service.profile.name, "engine": session.engine}
+    await store_run(store, **where, flags=bench.original, samples=sweep.samples,
+                                kind="sweep", params={"verdict_bench_run": run})  # fmt: skip
+    out = []
+    for s in bench.chosen:
+        before, after = sides[(s.name, "before")], sides[(s.name, "after")]
+        flags_after = _changed(bench.original, changed.get(s.name, {}))
+        constructed = _constructed(s, step, changed.get(s.name, {}))
+        if TYPED in s.paths and TYPED in bench.paths:
+            t = typed_trial(s, run, sweep, before, after, seed=bench.seed * 1000 + run)
+            out.append(bench.emit(_with(t, constructed)))
+        if EXPLAIN in s.paths and EXPLAIN in bench.paths:
+            a = await store_run(store, **where, flags=bench.original, samples=before,
+                                kind="prompt")  # fmt: skip
+            b = await store_run(store, **where, flags=flags_after, samples=after, kind="prompt")
+            t = await explain_trial(s, run, store, a, b, seed=bench.seed * 1000 + run)
+            out.append(bench.emit(_with(t, constructed)))
+    bench.took("typed and explain verdicts", t0)
+    return out
+
+
+def _constructed(s: Scenario, step: float | None, changes: dict[str, str | None]) -> float | None:
+    """The effect by construction: none for most scenarios; for the round delay,
+    step / (step + delay) - 1 with the step this run measured."""
+    delay = changes.get("debug-round-delay-ms")
+    if delay is None or not step:
+        return None
+    return step / (step + float(delay) / 1000.0) - 1
+
+
+def _with(trial: Trial, constructed: float | None) -> Trial:
+    return trial if constructed is None else replace(trial, constructed=constructed)
+
+
+async def _interleaved(
+    bench: _Bench, run: int
+) -> tuple[list[RequestSample], dict[tuple[str, str], list[RequestSample]]]:
+    """On the original flags: the sweep, both sides of the no-flag scenarios and the
+    "before" of the others, interleaved request by request in rounds (every passage of
+    every figure once a round), so drift on a shared host falls on the model and on both
+    sides alike."""
+    session, target = bench.session, bench.target
+    points = [Point(k, c) for c in bench.contexts for k in bench.kinds]
     sides: dict[tuple[str, str], list[RequestSample]] = {}
-    sweep_params = {"contexts": list(contexts), "output_tokens": output_tokens,
-                    "text_types": list(kinds), "sample_target": target.as_dict(),
-                    "verdict_bench_run": run}  # fmt: skip
+    params = {"contexts": list(bench.contexts), "output_tokens": bench.output_tokens,
+              "text_types": list(bench.kinds), "sample_target": target.as_dict(),
+              "verdict_bench_run": run}  # fmt: skip
 
     async def read(point: Point, p: int, record: Any = None) -> RequestSample:
-        spec = await session.spec(point.text_type, point.context, output_tokens, index=p)
+        spec = await session.spec(point.text_type, point.context, bench.output_tokens, index=p)
         sample = await session.measure(spec, record)
-        ticker.step()
+        bench.ticker.step()
         return sample
 
-    async def side(s: Scenario, name: str, point: Point, p: int) -> None:
-        sides.setdefault((s.name, name), []).append(await read(point, p))
-
-    # Original flags: the sweep, both sides of the no-flag scenarios and the "before" of
-    # the others, interleaved request by request in rounds (every passage of every figure
-    # once a round), so drift on a shared host falls on the model and on both sides alike
-    # instead of setting the sweep's block apart from the sides' (which reads as a
-    # baseline the sweep does not describe).
     with session.labelled("verdict-bench"):
-        async with session.run("context-sweep", sweep_params) as record:
-            await _warm(session, points, output_tokens)
+        async with session.run("context-sweep", params) as record:
+            await _warm(session, points, bench.output_tokens)
             for r in range(target.max_repeat):
                 for p in range(target.passages or 1):
                     for point in points:
                         await read(point, p, record)
-                    for s in chosen:
-                        await side(s, "before", s.before, p)
+                    for s in bench.chosen:
+                        sides.setdefault((s.name, "before"), []).append(await read(s.before, p))
                         if s.changes is None:
-                            await side(s, "after", s.after, p)
+                            sides.setdefault((s.name, "after"), []).append(await read(s.after, p))
                 by_point: dict[Point, list[RequestSample]] = {}
                 for x in record.samples:
                     by_point.setdefault(Point(x.text_type, x.context_tokens), []).append(x)
-                if r + 1 >= target.min_repeat and _narrow(
-                    [*by_point.values(), *sides.values()], target
-                ):
+                figures = [*by_point.values(), *sides.values()]
+                if r + 1 >= target.min_repeat and _narrow(figures, target):
                     break
-    facts = await session.facts(refresh=True)
-    sweep = Sweep(tuple(record.samples), service.profile.name, facts.context_limit)
-    try:
-        for s in chosen:
-            if s.changes is not None:
-                sides[(s.name, "after")] = await _after_with_flags(
-                    session, s, _changed(original, changed[s.name]), changed[s.name],
-                    output_tokens=output_tokens, target=target, timeout=timeout, ticker=ticker,
-                )  # fmt: skip
-    finally:
-        if changed:
-            await _finish_even_if_cancelled(_restore(session, original, last_good_before, timeout))
-            await session.facts(refresh=True)
-    out = []
-    for s in chosen:
-        before, after = sides[(s.name, "before")], sides[(s.name, "after")]
-        b, a = tok_s(before), tok_s(after)
-        effect = a / b - 1 if a and b else None
-        out.append(_judged(s, run, effect, sweep, before, after, seed))
-    return out
+    return list(record.samples), sides
 
 
 async def _after_with_flags(
@@ -506,25 +492,3 @@ async def _warm(session: MeasureSession, points: Sequence[Point], output_tokens:
     await methods._warmup(session, points[0].text_type)
     for point in points:
         await session.measure(await session.spec(point.text_type, point.context, output_tokens))
-
-
-def _judged(
-    s: Scenario,
-    run: int,
-    effect: float | None,
-    sweep: Sweep,
-    before: list[RequestSample],
-    after: list[RequestSample],
-    seed: int,
-) -> Trial:
-    try:
-        j = judge(
-            sweep,
-            Observed.from_requests(after, s.after.text_type),
-            Observed.from_requests(before, s.before.text_type),
-            seed=seed * 1000 + run,
-        )
-    except FitError as exc:  # e.g. a side without verify steps: the verdict has no figure
-        return Trial(s.name, run, s.truth, "not enough evidence", effect,
-                     f"Not enough evidence: {exc}")  # fmt: skip
-    return trial_of(s, run, effect, j)

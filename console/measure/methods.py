@@ -18,7 +18,8 @@ from typing import Any
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget, measure_until_narrow
-from console.analysis.stats import PointSummary, Spread, spread, summarize
+from console.analysis.stats import PointSummary, summarize
+from console.analysis.two_point import stream_figures, two_point_figures
 from console.measure.request_measurement import RequestSpec
 from console.measure.session import MeasureError, MeasureSession, RunRecord
 
@@ -239,38 +240,9 @@ async def two_point(
             await session.measure(await session.spec(text_type, context, n2), record)
             if tick:
                 tick(r + 1, repeat)
-        figures = _two_point_figures(record.samples, n1, n2)
+        figures = two_point_figures(record.samples, n1, n2)
         record.summary = figures
     return _result("twopoint", record, figures)
-
-
-def _two_point_figures(samples: list[RequestSample], n1: int, n2: int) -> dict[str, Any]:
-    """Client: (N2-N1) / (median T(N2) - median T(N1)) over whole-request wall times.
-    Server: the same difference over the engine's own decode times, so both figures
-    cover the same tokens (the engine's first rounds are slower than its later ones, so a
-    whole-request server rate is not the same quantity)."""
-    short = [s for s in samples if s.max_tokens == n1 and s.ok]
-    long = [s for s in samples if s.max_tokens == n2 and s.ok]
-    figures: dict[str, Any] = {"n1": n1, "n2": n2, "pairs": min(len(short), len(long))}
-    if not short or not long:
-        figures["error"] = "no unflagged pair of requests"
-        return figures
-    dt = statistics.median(s.latency_s for s in long) - statistics.median(
-        s.latency_s for s in short
-    )
-    figures["twopoint_tok_s"] = (n2 - n1) / dt if dt > 0 else None
-    server_short = [
-        s.decode_time_s for s in short if s.decode_source == "server" and s.decode_time_s
-    ]
-    server_long = [s.decode_time_s for s in long if s.decode_source == "server" and s.decode_time_s]
-    if server_short and server_long:
-        sdt = statistics.median(server_long) - statistics.median(server_short)
-        figures["server_tok_s"] = (n2 - n1) / sdt if sdt > 0 else None
-    whole = spread(s.decode_tok_s for s in long)
-    figures["whole_request_tok_s"] = whole.as_dict() if whole else None
-    if figures.get("twopoint_tok_s") and figures.get("server_tok_s"):
-        figures["agreement"] = figures["twopoint_tok_s"] / figures["server_tok_s"] - 1
-    return figures
 
 
 async def stream_check(
@@ -300,42 +272,9 @@ async def stream_check(
             await session.measure(spec, record)
             if tick:
                 tick(r + 1, repeat)
-        figures = _stream_figures(record.samples)
+        figures = stream_figures(record.samples, STREAM_TOLERANCE)
         record.summary = figures
     return _result("streamcheck", record, figures)
-
-
-def _stream_figures(samples: list[RequestSample]) -> dict[str, Any]:
-    streamed = [s for s in samples if s.streamed and s.ok]
-    plain = [s for s in samples if not s.streamed and s.ok]
-    client = spread(s.client_decode_tok_s for s in streamed)
-    server_streamed = spread(
-        s.decode_tok_s for s in streamed if s.decode_source in ("server", "server-metrics")
-    )
-    server_plain = spread(s.decode_tok_s for s in plain)
-    # The reference is the engine's own figure for the non-streamed request: streaming
-    # itself slows the engine's first rounds a little (the HTTP stream competes for the
-    # host's CPU), and the question is what a non-streaming measurement would say.
-    reference: Spread | None = server_plain or server_streamed
-    figures: dict[str, Any] = {
-        "stream_client_tok_s": client.as_dict() if client else None,
-        "stream_server_tok_s": server_streamed.as_dict() if server_streamed else None,
-        "plain_tok_s": server_plain.as_dict() if server_plain else None,
-        "ttft_s": (spread(s.ttft_s for s in streamed) or Spread(0, 0, 0, 0)).as_dict(),
-    }
-    if client and reference:
-        gap = client.median / reference.median - 1
-        figures["gap"] = gap
-        figures["distorted"] = abs(gap) > STREAM_TOLERANCE
-        figures["verdict"] = (
-            f"streaming over this link distorts decode rate: the client sees "
-            f"{client.median:.1f} tok/s where the engine did {reference.median:.1f} "
-            f"({gap:+.0%}); measure without streaming here"
-            if figures["distorted"]
-            else f"streamed figures agree with the engine's within {abs(gap):.0%}: "
-            "this link does not distort streaming"
-        )
-    return figures
 
 
 def median_of(values: list[float]) -> float | None:

@@ -99,8 +99,9 @@ def build_state(args: ServeArgs, bundle, decoder) -> ServerState:
     )
     tok = bundle.tokenizer
     worker = EngineWorker(
-        decoder, tok, metrics=metrics, counters=counters, eos_token_ids=(tok.eos_token_id,)
-    )
+        decoder, tok, metrics=metrics, counters=counters, eos_token_ids=(tok.eos_token_id,),
+        round_delay_s=args.debug_round_delay_ms / 1000.0,
+    )  # fmt: skip
     return ServerState(
         args=args,
         tokenizer=tok,

@@ -58,6 +58,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _delay_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}") from None
+    if not 0.0 <= value <= 10_000.0:
+        raise argparse.ArgumentTypeError(f"expected 0 to 10000 milliseconds, got {value:g}")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -199,6 +209,14 @@ class ServeArgs:
     skip_server_warmup: bool = flag(
         "[flag] Skip the one short warmup generation before reporting ready (default: False)",
         action="store_true",
+    )
+    # Fault injection for `specconsole bench verdict`: a step-time regression whose size is
+    # known by construction (the same flags, context and passages otherwise).
+    debug_round_delay_ms: float = flag(
+        "[float] Debug: sleep this many milliseconds in every verify round, a step-time "
+        "regression of known size for benchmarking the console (default: 0)",
+        type=_delay_ms,
+        default=0.0,
     )
     warnings: list[str] = field(default_factory=list)
 

@@ -199,8 +199,10 @@ class EngineWorker:
         metrics: ServerMetrics,
         counters: DecodeCounters,
         eos_token_ids: tuple[int, ...],
+        round_delay_s: float = 0.0,
     ):
         self.decoder = decoder
+        self.round_delay_s = round_delay_s  # --debug-round-delay-ms: injected step time
         self.tokenizer = tokenizer
         self.metrics = metrics
         self.counters = counters
@@ -313,6 +315,8 @@ class EngineWorker:
                     if decoding.t_first is None:  # the engine refused the request itself
                         return JobResult.refused(job, str(e), t_started=t_started)
                     raise
+                if step.stats is not None and self.round_delay_s > 0:
+                    time.sleep(self.round_delay_s)  # inside the round's wall time
                 t = time.perf_counter()
                 emitted = decoding.add(step, t)
                 if step.stats is not None and job.count_in_metrics:

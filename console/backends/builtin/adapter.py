@@ -38,6 +38,7 @@ class BuiltinAdapter(SGLangAdapter):
 
     reports_round_stats = True
     tree_budget_flag = "speculative-ddtree-budget"
+    round_delay_flag = "debug-round-delay-ms"  # engine/serve/args.py: for bench verdict
 
     def owns_scrape(self, scrape: MetricsScrape) -> bool:
         return live.owns_scrape(scrape)

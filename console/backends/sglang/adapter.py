@@ -40,6 +40,11 @@ class SGLangAdapter(EngineAdapter):
     ready_markers = (SGLANG_READY,)
     notes = SGLANG_NOTES
     log_parsers = (parse_sglang_decode, parse_sglang_prefill)
+    # SGLang's (and so the bundled engine's) parser names for a Qwen3 model
+    parser_flags: ClassVar[dict[str, str]] = {
+        "tool-call-parser": "qwen25",
+        "reasoning-parser": "qwen3",
+    }
     default_bind = "127.0.0.1"  # ServerArgs.host's default
 
     dists = ("sglang",)

@@ -21,7 +21,7 @@ def _s(t: float, tok_s: float, commit: float, ctx: int | None = 1000) -> LiveSam
 def test_window_takes_the_last_minute_of_samples_with_every_figure() -> None:
     samples = [
         _s(0.0, 500.0, 9.0),  # more than a minute before the newest: left out
-        _s(50.0, 100.0, 3.6),
+        _s(50.0, 85.0, 2.4),
         _s(80.0, 80.0, 2.4),
         _s(100.0, 90.0, 2.4),
         _s(101.0, 400.0, 9.0, ctx=None),  # no context: cannot be placed on the model
@@ -30,9 +30,9 @@ def test_window_takes_the_last_minute_of_samples_with_every_figure() -> None:
     window = live_window(samples)
     assert window is not None
     assert (window.n, window.newest, window.sources) == (3, 100.0, ("log",))
-    assert (window.tok_s, window.commit, window.context) == (90.0, 2.4, 1000.0)
+    assert (window.tok_s, window.commit, window.context) == (85.0, 2.4, 1000.0)
     assert window.as_dict()["step"] == window.step_s
-    assert "90.0 tok/s at context 1000, commit 2.40" in window.text("prose")
+    assert "85.0 tok/s at mid-decode context 1000, commit 2.40" in window.text("prose")
     assert live_window(samples[-2:]) is None
 
 
@@ -58,3 +58,32 @@ def test_one_parser_for_typed_counts() -> None:
         parse_counts("64,0", "Contexts")
     with pytest.raises(NumberListError, match="needs at least one number"):
         parse_counts(" , ", "Contexts")
+
+
+def test_a_window_over_two_contexts_is_split_never_averaged_across_them() -> None:
+    # Two kinds of traffic alternate in the minute: prompts at 300 and at 1700 tokens.
+    # Their medians together describe a context no request ran at (~1000).
+    samples = []
+    for i in range(10):
+        samples.append(_s(2.0 * i, 1000.0 + i, 3.6, ctx=300 + i))
+        samples.append(_s(2.0 * i + 1, 500.0 + i, 3.6, ctx=1700 + 5 * i))
+    window = live_window(samples)
+    assert window is not None
+    assert window.n == 10 and 1700 <= window.context <= 1750  # the newest sample's group
+    assert 500 <= window.tok_s < 510
+    assert [(g.n, round(g.context)) for g in window.others] == [(10, 304)]
+    assert "not averaged in" in window.text("code") and "10 at context 304" in window.text("code")
+
+
+def test_a_window_over_two_texts_at_one_context_is_split_by_commit() -> None:
+    samples = [_s(float(i), 300.0, 3.6 if i % 2 else 2.4, ctx=800 + i) for i in range(12)]
+    window = live_window(samples)
+    assert window is not None
+    assert window.n == 6 and window.commit == 3.6  # the newest (i = 11) read code
+    assert [round(g.commit, 1) for g in window.others] == [2.4]
+
+
+def test_one_request_whose_context_grows_through_the_decode_stays_one_group() -> None:
+    samples = [_s(float(i), 300.0 - i, 3.0, ctx=1000 + 40 * i) for i in range(20)]
+    window = live_window(samples)
+    assert window is not None and window.n == 20 and window.others == ()

@@ -112,9 +112,10 @@ def test_a_commit_that_resembles_no_swept_type_is_not_enough_evidence() -> None:
 def test_outside_the_swept_contexts_is_refused_with_the_sweep_to_run() -> None:
     j = judge(sweep(), Observed.typed(60.0, 1900, "prose"), Observed.typed(138.0, 64, "prose"))
     assert j.outcome == "not enough evidence"
-    assert "outside the swept contexts" in j.headline
+    assert "prompt 1900 + 64 out" in j.headline
+    assert "outside the swept contexts (mid-decode" in j.headline
     assert j.offer is not None and j.offer.startswith("specconsole sweep gpu1 --contexts 64,")
-    assert "1868" in j.offer and "--repeat 3" in j.offer  # 1900 as a prompt: minus half the output
+    assert ",1900 " in j.offer and "--repeat 3" in j.offer  # the typed prompt, as typed
     assert j.factors == ()  # nothing extrapolated, nothing to misread
     assert "to settle it: specconsole sweep" in j.text()
 

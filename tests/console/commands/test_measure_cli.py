@@ -221,7 +221,9 @@ def test_diagnose_without_observed_explains_the_live_series_last_minute(local_ho
     assert verdict["observed"]["tok_s"] == pytest.approx(data["live"]["tok_s"])
     assert verdict["outcome"] in ("physics", "not physics", "not enough evidence")
     assert data["model"]["step_time_s"]["slope"] is not None  # the fitted model, as before
-    assert verdict["arithmetic"][0].startswith("model at context") or verdict["reasons"]
+    # the arithmetic, or the reason there is none (a refusal has no arithmetic)
+    arithmetic = verdict["arithmetic"]
+    assert (arithmetic and arithmetic[0].startswith("model at context")) or verdict["reasons"]
     # the human form shows the arithmetic and where the model came from
     out = _cli("diagnose", local_host, "--observed", "100", "--context", "900", "--text", "prose")
     assert out.returncode == 0 and "commit" in out.stdout and "(model from sweep run" in out.stdout

@@ -9,11 +9,13 @@ import random
 
 import pytest
 
+from console.analysis.intervals import Interval
 from console.analysis.records import RequestSample
 from console.experiments.breakeven import (
     BreakevenRow,
     breakeven_row,
     breakeven_rows,
+    pays_summary,
     pool,
     restore_changes,
     speculation_off,
@@ -66,7 +68,9 @@ def test_speedup_is_measured_over_needed_commit_on_every_row() -> None:
         assert math.isclose(r.speedup.value, r.measured_commit.value / r.needed_commit.value)
         # ... which is exactly speculative tok/s over autoregressive tok/s
         assert math.isclose(r.speedup.value, r.spec_tok_s / r.ar_tok_s)
-        assert r.pays == (r.speedup.value > 1)
+        # "pays" only where the whole interval is on one side of 1
+        sure = r.speedup.low > 1 or r.speedup.high < 1
+        assert r.pays == (r.speedup.value > 1 if sure else None)
         assert (r.ar_requests, r.spec_requests) == (4, 4)
 
 
@@ -122,7 +126,8 @@ def test_rows_round_trip_through_the_stored_summary_and_print() -> None:
         assert math.isclose(b.speedup.high, r.speedup.high)
     assert stored_rows(None) == []
     lines = table_lines(rows)
-    assert lines[0].split()[:3] == ["context", "AR", "step"] and len(lines) == 4
+    notes = 1 if any(r.pays is None for r in rows) else 0  # the "not sure" line
+    assert lines[0].split()[:3] == ["context", "AR", "step"] and len(lines) == 4 + notes
     assert isinstance(back[0], BreakevenRow)
 
 
@@ -168,3 +173,22 @@ def test_restore_changes_take_the_flags_back() -> None:
         "speculative-algorithm": "DDTREE",
     }
     assert restore_changes(original, original) == {}
+
+
+def _row(value: float, low: float, high: float) -> BreakevenRow:
+    one = Interval(1.0, 1.0, 1.0)
+    return BreakevenRow(context=256, ar_step_s=one, spec_step_s=one, needed_commit=one,
+                        measured_commit=one, speedup=Interval(value, low, high), ar_tok_s=1.0,
+                        spec_tok_s=value, ar_requests=3, spec_requests=3)  # fmt: skip
+
+
+def test_pays_only_when_the_speedup_interval_excludes_one() -> None:
+    unsure, yes, no = _row(1.08, 0.72, 2.56), _row(1.4, 1.2, 1.6), _row(0.8, 0.7, 0.9)
+    assert (unsure.pays, yes.pays, no.pays) == (None, True, False)
+    assert [r.pays_text for r in (unsure, yes, no)] == ["not sure", "yes", "no"]
+    table = "\n".join(table_lines([unsure]))
+    assert "not sure" in table and "yes" not in table.split("\n")[1]
+    assert pays_summary([unsure]) == "not sure at any context"
+    assert pays_summary([yes, unsure]).startswith("pays up to ctx 256")
+    assert unsure.as_dict()["pays"] is None and unsure.as_dict()["pays_text"] == "not sure"
+    assert _row(1.4, 1.4, 1.4).pays is None  # one request an arm: no interval, not sure

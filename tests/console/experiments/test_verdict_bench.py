@@ -11,15 +11,20 @@ from console.experiments.verdict_bench import (
     BenchResult,
     Trial,
     false_alarms,
+    path_scores,
     right,
     scores,
     trial_of,
+    upper_bound,
 )
+from console.experiments.verdict_paths import baseline_outcome
+from console.measure.session import MeasureError
 
 
-def _trial(name: str, outcome: str, effect: float | None, run: int = 0) -> Trial:
+def _trial(name: str, outcome: str, effect: float | None, run: int = 0,
+           path: str = "explain") -> Trial:  # fmt: skip
     j = Judgement(outcome, f"{outcome}.", Observed.typed(100.0, 256.0, "code"))  # type: ignore[arg-type]
-    return trial_of(SCENARIOS[name], run, effect, j)
+    return trial_of(SCENARIOS[name], run, effect, j, path)
 
 
 def test_right_is_the_true_outcome_or_no_call_on_a_small_effect() -> None:
@@ -57,11 +62,80 @@ def test_scores_count_outcomes_accuracy_and_false_alarms_per_scenario() -> None:
     result = BenchResult(trials, {"runs": 3}, {"port": 1}, {"port": 1}, seconds=12.0)
     data = result.as_dict()
     assert data["restored"] and data["false_alarms"] == {
-        "count": 1, "of": 5, "rate": 0.2, "null": 1,
+        "count": 1, "of": 5, "rate": 0.2, "null": 1, "upper_95": pytest.approx(0.657, abs=1e-3),
     }  # fmt: skip
     assert [s["accuracy"] for s in data["scenarios"]] == [pytest.approx(2 / 3), 0.5, 0.5]
     assert {t["scenario"] for t in data["trials"]} == {"null", "context", "spec-off"}
     table = "\n".join(result.table())
     assert "null" in table and "2/3 67%" in table and "+1% (-3%..+2%)" in table
-    assert "false alarms ('not physics' where the truth is physics): 1/5; on null: 1/3" in table
+    assert ("false alarms ('not physics' where the truth is physics): 1/5 (95% upper bound "
+            "65.7%); on null: 1/3") in table  # fmt: skip
     assert not BenchResult(trials, {}, {"port": 1}, {"port": 2}).restored
+
+
+def test_the_false_alarm_bound_is_clopper_pearson_one_sided() -> None:
+    # 0 in n: 1 - 0.05^(1/n), about 3/n (the rule of three)
+    assert upper_bound(0, 30) == pytest.approx(1 - 0.05 ** (1 / 30), abs=1e-6)
+    assert upper_bound(0, 30) == pytest.approx(0.0950, abs=1e-4)
+    assert upper_bound(1, 10) == pytest.approx(0.3942, abs=1e-4)
+    assert upper_bound(10, 10) == 1.0 and upper_bound(0, 0) is None
+
+
+def test_accuracy_per_path_and_false_alarms_per_path() -> None:
+    trials = [
+        _trial("parsers", "physics", 0.01, path="typed"),
+        _trial("parsers", "not enough evidence", 0.02, path="explain"),
+        _trial("parsers", "not physics", 0.12, path="baseline-ab"),  # the field's false alarm
+        _trial("parsers", "physics", -0.01, path="baseline-abab"),
+        _trial("round-delay", "not physics", -0.2, path="baseline-ab"),
+        _trial("round-delay", "not enough evidence", -0.21, path="typed"),  # a miss
+    ]
+    paths = path_scores(trials)
+    assert list(paths) == ["typed", "explain", "baseline-ab", "baseline-abab"]
+    assert paths["baseline-ab"] == {"trials": 2, "right": 1, "accuracy": 0.5, "false_alarms": 1,
+        "physics_trials": 1,
+        "outcomes": {"physics": 0, "not physics": 2, "not enough evidence": 0}}  # fmt: skip
+    assert paths["typed"]["right"] == 1 and paths["typed"]["trials"] == 2
+    by = {s.scenario.name: s.as_dict() for s in scores(trials)}
+    assert by["parsers"]["by_path"]["baseline-ab"]["accuracy"] == 0.0
+    assert by["round-delay"]["by_path"]["typed"]["accuracy"] == 0.0
+    table = "\n".join(BenchResult(trials, {}, {}, {}).table())
+    assert "path baseline-ab" in table and "false alarms 1/1" in table
+
+
+class _Pair:
+    def __init__(self, finding: bool, text: str = "+12% [+4%…+19%]") -> None:
+        self.finding, self._text = finding, text
+
+    def change_text(self) -> str:
+        return self._text
+
+
+class _Row:
+    def __init__(self, tok: bool, commit: bool = False, step: bool = False) -> None:
+        self.text_type, self.context = "code", 256
+        self.decode_tok_s, self.commit_len, self.step_time_s = (
+            _Pair(tok),
+            _Pair(commit, "no change (exactly equal)"),
+            _Pair(step, "-10% [..]"),
+        )
+
+
+def test_set_baseline_is_read_the_way_an_operator_reads_its_table() -> None:
+    assert baseline_outcome([_Row(False), _Row(False)])[0] == "physics"
+    outcome, headline = baseline_outcome([_Row(False), _Row(True, step=True)])
+    assert outcome == "not physics" and "tok/s +12%" in headline and "step -10%" in headline
+    assert baseline_outcome([])[0] == "not enough evidence"
+
+
+def test_the_round_delay_is_a_quarter_of_the_measured_step_and_its_effect_is_known() -> None:
+    from console.experiments.verdict_bench import _constructed
+    from console.experiments.verdict_scenarios import DEFAULT_DELAY_MS, SCENARIOS, delay_ms
+
+    assert delay_ms(0.0036) == 0.9 and delay_ms(None) == DEFAULT_DELAY_MS
+    changes = SCENARIOS["round-delay"].changes("builtin", {}, 0.0036)
+    assert changes == {"debug-round-delay-ms": "0.9"}
+    assert _constructed(SCENARIOS["round-delay"], 0.0036, changes) == pytest.approx(-0.2)
+    assert _constructed(SCENARIOS["parsers"], 0.0036, {"tool-call-parser": "qwen25"}) is None
+    with pytest.raises(MeasureError):
+        SCENARIOS["round-delay"].changes("vllm", {}, 0.0036)

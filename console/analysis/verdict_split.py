@@ -1,0 +1,136 @@
+"""The split behind a verdict and its bootstrap: observed / baseline = context x text x
+residual through the model's predictions, recomputed on resampled sweeps and figures.
+
+`verdict.judge` calls `split` once on the figures and `draws` for the intervals; `paired`
+says whether the figures read the sweep's own passages, so the resampling can stay
+within each passage (timing noise only).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.intervals import Interval, passage, percentile, strata
+from console.analysis.verdict_records import Observed, Sweep
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Split:
+    context: float
+    text: float
+    residual: float
+    expected: float
+    baseline_ratio: float | None  # baseline / the model's own prediction for it
+    # observed commit / the commit context and text explain; None without a measured one
+    commit_residual: float | None = None
+
+
+def split(
+    model: ThroughputModel,
+    observed: float,
+    ctx: float,
+    kind: str,
+    baseline: float | None,
+    b_ctx: float,
+    b_kind: str,
+    commits: tuple[float | None, float | None] = (None, None),
+) -> Split:
+    """observed / baseline = context x text x residual, through the model's predictions.
+    Without a baseline the model's own figure at the baseline point stands in for it, so
+    the residual is then observed against the model's prediction."""
+    at_base = model.predict(b_ctx, b_kind)
+    moved_ctx = model.predict(ctx, b_kind)
+    here = model.predict(ctx, kind)
+    ctx_factor, text_factor = moved_ctx / at_base, here / moved_ctx
+    start = at_base if baseline is None else baseline
+    expected = start * ctx_factor * text_factor
+    # Commit alone, the same way: a flag or drafter change shows in commit length even
+    # where a cheaper round hides it in tok/s, and commit does not drift with host load.
+    obs_commit, base_commit = commits
+    commit_residual = None
+    if obs_commit is not None:
+        here_c, base_c = model.commit_at(kind, ctx), model.commit_at(b_kind, b_ctx)
+        expected_c = here_c if base_commit is None else base_commit * here_c / base_c
+        commit_residual = obs_commit / expected_c
+    return Split(
+        ctx_factor,
+        text_factor,
+        observed / expected,
+        expected,
+        None if baseline is None else baseline / at_base,
+        commit_residual,
+    )
+
+
+def paired(sweep: Sweep, observed: Observed, baseline: Observed | None) -> bool:
+    """Whether the figures read exactly the passages the sweep read at their points, each
+    passage at least twice everywhere.
+
+    Greedy decoding commits the same tokens in the same rounds on a passage every time,
+    so the model's figure at a point and a figure taken on the same passages share their
+    commit exactly: the passage-to-passage spread in commit (2.0-12.6 on the bundled pair)
+    cancels in the residual, and what is left to resample is timing, within each passage
+    (`intervals.strata`). Figures on other passages (live traffic, a typed prompt) keep
+    the plain bootstrap: there the passage spread is part of the uncertainty."""
+    groups: dict[tuple[str, float], set[str]] = {}
+    for g in sweep.groups():
+        if strata(g, passage) is None:
+            return False
+        groups[(g[0].text_type, round(g[0].decode_context or 0))] = {passage(s) for s in g}
+    for figure in (observed, baseline):
+        if figure is None:
+            continue
+        if len(figure.requests) < 2 or strata(figure.requests, passage) is None:
+            return False
+        keys = {(s.text_type, round(s.decode_context or 0)) for s in figure.requests}
+        swept = set().union(*(groups.get(k, set()) for k in keys))
+        if {passage(s) for s in figure.requests} != swept:
+            return False
+    return True
+
+
+def interval(point: float, draws: list[float]) -> Interval:
+    if not draws:
+        return Interval(point, point, point)
+    tail = (1 - LEVEL) / 2
+    lo, hi = percentile(draws, tail), percentile(draws, 1 - tail)
+    return Interval(point, min(lo, point), max(hi, point))
+
+
+def draws(
+    sweep: Sweep,
+    observed: Observed,
+    baseline: Observed | None,
+    ctx_args: tuple[float, str, float, str],
+    *,
+    seed: int,
+    resamples: int,
+    by_passage: bool = False,
+) -> list[Split]:
+    """The split recomputed on `resamples` bootstrap draws: the sweep's requests resampled
+    within each point (so every point stays in the fit), the model refitted, and the
+    observed and baseline figures redrawn from their own samples; `by_passage` (see
+    `paired`): every one of them within the passages it read."""
+    rng = random.Random(seed)
+    groups = [(strata(g, passage) if by_passage else None) or [g] for g in sweep.groups()]
+    ctx, kind, b_ctx, b_kind = ctx_args
+    out = []
+    for _ in range(resamples):
+        drawn = [s for g in groups for layer in g for s in rng.choices(layer, k=len(layer))]
+        try:
+            model = fit(drawn)
+            obs, obs_c = observed.resample(rng, by_passage=by_passage)
+            base, base_c = (
+                baseline.resample(rng, by_passage=by_passage)
+                if baseline is not None
+                else (None, None)
+            )
+            commits = (obs_c if observed.n >= 2 else None, base_c)
+            out.append(split(model, obs, ctx, kind, base, b_ctx, b_kind, commits))
+        except (FitError, ZeroDivisionError):
+            continue
+    return out

@@ -1,0 +1,105 @@
+"""The verdict in words: its headline and its arithmetic, a line each.
+
+Every interval is quoted from the one `FactorRange` it belongs to (`FactorRange.text`,
+`FactorRange.times`), so the headline and the arithmetic never disagree about a
+residual; every context says whether it is a prompt length or a mid-decode context.
+"""
+
+from __future__ import annotations
+
+from console.analysis.decompose import ThroughputModel
+from console.analysis.intervals import Interval
+from console.analysis.verdict_records import MATTERS, WIDE, FactorRange, Judgement, Observed, far
+
+
+def change(j: Judgement) -> str:
+    obs = j.observed.tok_s
+    if j.baseline is None:
+        return f"{obs:.1f} tok/s"
+    return f"{j.baseline.tok_s:.1f} -> {obs:.1f} tok/s ({obs / j.baseline.tok_s - 1:+.0%})"
+
+
+def headline(j: Judgement, matters: float = MATTERS) -> str:
+    residual = j.factor("residual")
+    assert residual is not None
+    if j.outcome == "not enough evidence":
+        return f"Not enough evidence: {j.reasons[0]}."
+    commit = j.commit_check
+    if j.outcome == "not physics" and (residual.ratio.contains(1.0) or not far(
+            residual.ratio.value, matters)) and commit is not None:  # fmt: skip
+        return (
+            f"Not physics: at {change(j)} the commit length is {commit.text()} off what context "
+            "and text explain (tok/s residual "
+            f"{residual.text()}): the drafter or a flag changed; worth a bug hunt."
+        )
+    if j.outcome == "not physics":
+        return (
+            f"Not physics: {change(j)} is {residual.text()} off what context and text "
+            "explain; worth a bug hunt (a flag, the drafter, the host, the measurement)."
+        )
+    parts = []
+    for name in ("context", "text"):
+        f = j.factor(name)
+        if f is not None:
+            state = "" if f.exact else (" (moved)" if f.moved else " (did not move)")
+            parts.append(f"{name} {f.times()}{state}")
+    wide = ""
+    if residual.ratio.rel_half_width > WIDE:  # physics because the factors explain far more
+        wide = " (too wide to rule out a smaller bug; the factors explain far more than it)"
+    return f"Physics: {change(j)} = {' and '.join(parts)}; residual {residual.text()}{wide}."
+
+
+def factor_line(f: FactorRange) -> str:
+    return f"{f.name}: {f.detail}: tok/s {f.times()}"
+
+
+def residual_line(expected: Interval, residual: FactorRange) -> str:
+    return f"expected {expected.text('{:.1f}')} tok/s; residual {residual.text()}"
+
+
+def arithmetic(
+    model: ThroughputModel,
+    observed: Observed,
+    baseline: Observed | None,
+    kind: str,
+    b_ctx: float,
+    b_kind: str,
+    factors: tuple[FactorRange, ...],
+    expected: Interval,
+) -> list[str]:
+    ctx = observed.context
+    predicted = model.predict(ctx, kind)
+    lines = [
+        f"model at context {ctx:.0f} (mid-decode), {kind}: commit {model.commit_at(kind, ctx):.2f} "
+        f"/ step {model.step_at(ctx, kind) * 1000:.3g} ms = {predicted:.1f} tok/s",
+        f"observed: {observed.tok_s:.1f} tok/s at {observed.where()} ({rests_on(observed)})",
+    ]
+    if baseline is not None:
+        lines.append(f"baseline: {baseline.tok_s:.1f} tok/s at {baseline.where()}, {b_kind} "
+                     f"({rests_on(baseline)})")  # fmt: skip
+    else:
+        lines.append(f"no baseline: the model's {model.predict(b_ctx, b_kind):.1f} tok/s at "
+                     f"mid-decode context {b_ctx:.0f} ({b_kind}) stands in for it")  # fmt: skip
+    lines += [factor_line(f) for f in factors[:2]]
+    lines.append(residual_line(expected, factors[2]))
+    if observed.commit is not None and observed.step_s is not None:
+        c, s = model.commit_at(kind, ctx), model.step_at(ctx, kind)
+        lines.append(f"measured: commit {observed.commit:.2f} ({observed.commit / c - 1:+.0%} vs "
+                     f"model), step {observed.step_s * 1000:.3g} ms ({observed.step_s / s - 1:+.0%}"
+                     " vs model)")  # fmt: skip
+    for name, figure in (("observed", observed), ("baseline", baseline)):
+        if figure is not None and figure.noise is not None:
+            lines.append(f"{name} ({rests_on(figure)}) carries this host's noise: "
+                         f"{figure.noise.text()}")  # fmt: skip
+    return lines + [f"note: {n}" for n in model.notes]
+
+
+def rests_on(o: Observed) -> str:
+    if o.n == 0:
+        many = f"the median of {o.typed_requests} requests" if o.typed_requests > 1 else (
+            "one request")  # fmt: skip
+        return f"typed, taken as {many}"
+    what = "request" if o.requests else "live sample"
+    if o.n == 1:
+        return f"one {what}, nothing to resample"
+    return f"{o.n} {what}s, resampled"

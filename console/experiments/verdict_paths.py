@@ -1,0 +1,164 @@
+"""The operator's own paths, as `bench verdict` asks them: no lab protocol of its own.
+
+- `typed`: the two sides' pooled tok/s typed into the same function `diagnose --observed
+  B --baseline A` calls (`verdict.typed_verdict`), at their prompt lengths, each the
+  median of as many requests as it pooled, against the stored sweep.
+- `explain`: the sweep and both sides stored as runs in a history store of the bench's
+  own (a temporary SQLite file, so the operator's history is untouched), then
+  `history explain A B`'s own function (`explain.explain_runs`).
+- `baseline A-B` / `baseline A-B-A-B`: the flag change through `set --baseline`'s own
+  function (`baseline.apply_with_baseline`, default options, `bracket` for the second),
+  scored the way an operator reads its table: a row whose tok/s, commit or step time
+  change is a finding is "not physics", every row within noise is "physics".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from console.analysis.intervals import pool, usable
+from console.analysis.records import RequestSample, RunInfo
+from console.analysis.verdict import Sweep, typed_verdict
+from console.analysis.verdict_scoring import Trial
+from console.config import FlagValue
+from console.experiments.baseline import apply_with_baseline
+from console.experiments.explain import explain_runs
+from console.measure.session import MeasureSession
+from console.store import RunStore
+from console.store.runs import StoredRun
+
+
+def tok_s(samples: Sequence[RequestSample]) -> float | None:
+    """Pooled decode tok/s (tokens / decode time): steps are not needed, so it holds for
+    an autoregressive side too."""
+    ok = [s for s in samples if s.ok and s.decode_time_s and s.completion_tokens > 1]
+    seconds = sum(s.decode_time_s or 0.0 for s in ok)
+    return sum(s.completion_tokens - 1 for s in ok) / seconds if seconds else None
+
+
+def effect_of(before: Sequence[RequestSample], after: Sequence[RequestSample]) -> float | None:
+    b, a = tok_s(before), tok_s(after)
+    return a / b - 1 if a and b else None
+
+
+async def store_run(
+    store: RunStore,
+    *,
+    host: str,
+    engine: str,
+    flags: dict[str, FlagValue],
+    samples: Sequence[RequestSample],
+    kind: str,
+    params: dict[str, Any] | None = None,
+) -> StoredRun:
+    """`samples` as one complete run of `kind` ("sweep" is what explain fits a model
+    from), as `specconsole sweep` or `prompt` would have stored them."""
+    method = {"sweep": "context-sweep"}.get(kind, "probe")
+    info = RunInfo(host=host, engine=engine, method=method, params=params or {},
+                   flags=dict(flags), kind=kind)  # fmt: skip
+    run_id = await store.start_run(info)
+    for s in samples:
+        await store.add_request(run_id, s)
+    await store.finish_run(run_id, "complete")
+    return await store.run(run_id)
+
+
+def typed_trial(
+    scenario: Any,
+    run: int,
+    sweep: Sweep,
+    before: Sequence[RequestSample],
+    after: Sequence[RequestSample],
+    *,
+    seed: int,
+) -> Trial:
+    """What `diagnose --observed B --context .. --baseline A --baseline-context ..` says
+    when the operator types the two sides' figures."""
+    started = time.monotonic()
+    b, a = usable(before), usable(after)
+    effect = effect_of(before, after)
+    if not a or not b:
+        return _no_figure(scenario, run, effect, "typed")
+    j = typed_verdict(
+        sweep, pool(a).tok_s, scenario.after.context, scenario.after.text_type,
+        output=a[0].max_tokens, requests=len(a),
+        baseline=pool(b).tok_s, baseline_prompt=scenario.before.context,
+        baseline_text=scenario.before.text_type, baseline_output=b[0].max_tokens,
+        baseline_requests=len(b), seed=seed,
+    )  # fmt: skip
+    return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline,
+                 j.as_dict(), "typed", time.monotonic() - started)  # fmt: skip
+
+
+async def explain_trial(
+    scenario: Any,
+    run: int,
+    store: RunStore,
+    before: StoredRun,
+    after: StoredRun,
+    *,
+    seed: int,
+) -> Trial:
+    """What `history explain A B` says on the two stored sides."""
+    started = time.monotonic()
+    effect = effect_of(before.requests, after.requests)
+    try:
+        explained = await explain_runs(store, before, after, seed=seed)
+    except Exception as exc:  # an ExplainError or a side without figures: no verdict
+        return Trial(scenario.name, run, scenario.truth, "not enough evidence", effect,
+                     f"Not enough evidence: {exc}", {}, "explain")  # fmt: skip
+    _label, j = explained.pairs[0]
+    return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline,
+                 j.as_dict(), "explain", time.monotonic() - started)  # fmt: skip
+
+
+def _no_figure(scenario: Any, run: int, effect: float | None, path: str) -> Trial:
+    return Trial(scenario.name, run, scenario.truth, "not enough evidence", effect,
+                 "Not enough evidence: a side has no usable request.", {}, path)  # fmt: skip
+
+
+def baseline_outcome(rows: Sequence[Any]) -> tuple[str, str]:
+    """`set --baseline`'s table read the way an operator reads it."""
+    if not rows:
+        return "not enough evidence", "Not enough evidence: the baseline compared no point."
+    moved = []
+    for r in rows:
+        pairs = (("tok/s", r.decode_tok_s), ("commit", r.commit_len), ("step", r.step_time_s))
+        found = [f"{label} {p.change_text()}" for label, p in pairs if p.finding]
+        if found:
+            moved.append(f"{r.text_type} {r.context}: {', '.join(found)}")
+    if moved:
+        return "not physics", f"Not physics: {'; '.join(moved)}."
+    return "physics", f"Physics: within noise on every row ({len(rows)} rows)."
+
+
+async def baseline_trial(
+    session: MeasureSession,
+    scenario: Any,
+    run: int,
+    changes: dict[str, str | None],
+    *,
+    bracket: bool,
+    timeout: float,
+) -> Trial:
+    """The change through `set --baseline` (with `--bracket` for A-B-A-B), default
+    options; the caller puts the original flags back."""
+    started = time.monotonic()
+    service = session.service
+    plan = await service.plan(changes)
+    done = await apply_with_baseline(service, plan, timeout=timeout, store=None,
+                                     on_note=session.note, bracket=bracket)  # fmt: skip
+    path = "baseline-abab" if bracket else "baseline-ab"
+    before = list(done.before.samples) + list(
+        done.before_again.samples if done.before_again else ())  # fmt: skip
+    after = list(done.after.samples) if done.after else []
+    effect = effect_of(before, after)
+    if not done.result.ok:
+        outcome, headline = "not enough evidence", "Not enough evidence: the change did not apply."
+    else:
+        outcome, headline = baseline_outcome(done.rows)
+    return Trial(scenario.name, run, scenario.truth, outcome, effect, headline,
+                 {"rows": [r.as_dict() for r in done.rows], "order": done.order,
+                  "notes": list(done.notes)}, path, time.monotonic() - started)  # fmt: skip

@@ -1,0 +1,126 @@
+"""The verdict benchmark's scenarios: changes whose true cause is known by construction,
+and the operator paths each one is asked through.
+
+  null          the same engine, context and text twice            -> physics
+  context       the same text, context 256 -> 1800                 -> physics
+  text          code -> prose at the same context                  -> physics
+  spec-off      speculation switched off (a flag)                  -> not physics
+  tree-budget   a DDTree budget of 3 instead of the drafter's 15   -> not physics
+  parsers       tool-call and reasoning parsers on, across a       -> physics (they act on
+                restart: they cannot move decode speed                the response text only)
+  round-delay   every verify round 25% of a step longer (the       -> not physics (a
+                bundled engine's --debug-round-delay-ms), same        step-time regression
+                flags otherwise, same context and passages            of about -20% tok/s)
+  tree-moderate a DDTree budget of 8: a moderate acceptance change -> not physics
+
+Paths: `typed` (the figures typed into `diagnose`), `explain` (`history explain A B` on
+the stored runs), `baseline A-B` and `baseline A-B-A-B` (`set --baseline`, and with
+`--bracket`), for the scenarios that change a flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from console.analysis.verdict_records import Outcome
+from console.backends import get_adapter
+from console.config import FlagValue
+from console.experiments.breakeven import speculation_off
+from console.measure.session import MeasureError
+
+TREE_BUDGET = 3  # the regression: the drafter's default is its block size minus 1 (15)
+TREE_MODERATE = 8  # a budget that changes acceptance moderately
+SLOWER = 0.25  # the round delay, as a share of the measured step: tok/s x 1/1.25 = -20%
+DEFAULT_DELAY_MS = 0.9  # before a step is measured (~3.5 ms rounds on the bundled pair)
+SHORT, LONG = 256, 1800
+
+TYPED, EXPLAIN, AB, ABAB = "typed", "explain", "baseline-ab", "baseline-abab"
+Changes = Callable[[str, dict[str, FlagValue], float | None], dict[str, str | None]]
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    text_type: str
+    context: int
+
+    def __str__(self) -> str:
+        return f"{self.text_type}@{self.context}"
+
+
+def _flag_of(engine: str, what: str, flag: str | None) -> str:
+    """The engine's flag for a scenario, or one sentence on why the scenario cannot run."""
+    if flag is None:
+        raise MeasureError(
+            f"This scenario needs {what}, which the {engine} engine has no flag for; "
+            "leave it out with --scenarios."
+        )
+    return flag
+
+
+def _smaller_tree(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+    flag = _flag_of(engine, "a DDTree budget", get_adapter(engine).tree_budget_flag)
+    return {flag: str(TREE_BUDGET)}
+
+
+def _moderate_tree(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+    flag = _flag_of(engine, "a DDTree budget", get_adapter(engine).tree_budget_flag)
+    return {flag: str(TREE_MODERATE)}
+
+
+def _parsers(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+    parsers = get_adapter(engine).parser_flags
+    _flag_of(engine, "output parsers", next(iter(parsers), None))
+    return dict(parsers)
+
+
+def delay_ms(step_s: float | None) -> float:
+    """The round delay that makes a round `SLOWER` longer than `step_s`."""
+    if not step_s:
+        return DEFAULT_DELAY_MS
+    return round(step_s * SLOWER * 1000.0, 2)
+
+
+def _round_delay(engine: str, flags: dict[str, FlagValue], step_s: float | None) -> dict:
+    flag = _flag_of(engine, "a round delay", get_adapter(engine).round_delay_flag)
+    return {flag: f"{delay_ms(step_s):g}"}
+
+
+def _off(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+    return speculation_off(engine, flags)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    truth: Outcome
+    what: str
+    before: Point
+    after: Point
+    changes: Changes | None = None  # the flag changes the "after" side runs with
+    paths: tuple[str, ...] = (TYPED, EXPLAIN)
+
+
+_ALL = (
+    Scenario("null", "physics", "the same engine, context and text measured twice",
+             Point("code", SHORT), Point("code", SHORT)),
+    Scenario("context", "physics", f"code at context {SHORT} -> {LONG}",
+             Point("code", SHORT), Point("code", LONG)),
+    Scenario("text", "physics", f"code -> prose at context {SHORT}",
+             Point("code", SHORT), Point("prose", SHORT)),
+    Scenario("spec-off", "not physics", "speculation switched off by a flag",
+             Point("code", SHORT), Point("code", SHORT), _off, (TYPED, EXPLAIN, AB)),
+    Scenario("tree-budget", "not physics",
+             f"a DDTree budget of {TREE_BUDGET} (a regression at the same text and context)",
+             Point("code", SHORT), Point("code", SHORT), _smaller_tree, (TYPED, EXPLAIN, AB)),
+    Scenario("parsers", "physics", "tool-call and reasoning parsers on, across a restart",
+             Point("code", SHORT), Point("code", SHORT), _parsers, (TYPED, EXPLAIN, AB, ABAB)),
+    Scenario("round-delay", "not physics",
+             f"every verify round {SLOWER:.0%} of a step longer (--debug-round-delay-ms)",
+             Point("code", SHORT), Point("code", SHORT), _round_delay,
+             (TYPED, EXPLAIN, AB, ABAB)),
+    Scenario("tree-moderate", "not physics", f"a DDTree budget of {TREE_MODERATE}",
+             Point("code", SHORT), Point("code", SHORT), _moderate_tree, (TYPED, EXPLAIN, AB)),
+)  # fmt: skip
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
+PATH_NAMES = (TYPED, EXPLAIN, AB, ABAB)

@@ -1,0 +1,85 @@
+"""`diagnose` on the real bundled engine: what the operator types as a context is a prompt
+length, a prompt beyond the engine's context length is one sentence naming the limit,
+and the sweep it suggests for a short baseline, run exactly as printed, covers it."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.config import HostProfile, LaunchProfile, save_profile
+from tests.ports import free_port
+
+pytest.importorskip("engine.serve.app", reason="engine server not available")
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[str]:
+    save_profile(HostProfile(
+        name="dlocal", engine="builtin", launch=LaunchProfile(python=sys.executable),
+        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
+    ))  # fmt: skip
+    try:
+        yield "dlocal"
+    finally:
+        _cli("stop", "dlocal", timeout=60)
+
+
+def test_typed_contexts_refusals_and_a_suggested_sweep_run_as_printed(host: str) -> None:
+    assert _cli("start", host, "--wait").returncode == 0
+    sweep = _cli("sweep", host, "--contexts", "64,512", "--output", "32", "--text",
+                 "code,prose", "--repeat", "2")  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+
+    # The field report's question on a 2048-token engine: one sentence naming the limit.
+    out = _cli("diagnose", host, "--observed", "32", "--context", "5000", "--baseline", "138",
+               "--baseline-context", "13")  # fmt: skip
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "context length of 2048 tokens" in out.stderr
+
+    # A baseline at prompt 13 sits below the stored sweep (prompt 64 + 16 = 80 mid-decode).
+    asked = (
+        "diagnose",
+        host,
+        "--observed",
+        "300",
+        "--context",
+        "512",
+        "--text",
+        "prose",
+        "--baseline",
+        "700",
+        "--baseline-context",
+        "13",
+        "--baseline-text",
+        "code",
+    )
+    out = _cli(*asked)
+    assert out.returncode == 0, out.stderr
+    assert "outside the swept contexts" in out.stdout
+    offer = next(line.split("to settle it: ", 1)[1] for line in out.stdout.splitlines()
+                 if "to settle it: " in line)  # fmt: skip
+    argv = shlex.split(offer)
+    assert argv[:3] == ["specconsole", "sweep", host] and "13," in offer, offer
+
+    ran = _cli(*argv[1:])  # exactly as printed
+    assert ran.returncode == 0, ran.stderr
+    again = _cli(*asked)
+    assert again.returncode == 0, again.stderr
+    assert "outside the swept contexts" not in again.stdout, again.stdout
+    assert "prompt 13 + 32 out (mid-decode context 29)" in again.stdout
+    assert "carries this host's noise" in again.stdout  # typed figures carry the noise
