@@ -14,6 +14,7 @@ import os
 import sys
 import textwrap
 
+from console.commands import bench as bench_commands
 from console.commands import breakeven as breakeven_commands
 from console.commands import gpu as gpu_commands
 from console.commands import history as history_commands
@@ -21,7 +22,6 @@ from console.commands import hosts as hosts_commands
 from console.commands import live as live_commands
 from console.commands import measure as measure_commands
 from console.commands import ui as ui_commands
-from console.commands import verdict_bench as verdict_bench_commands
 from console.commands import web as web_commands
 from console.commands.base import (
     EXIT_ERROR,
@@ -363,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each area registers its own commands (one module each, sharing `commands.base`).
     modules = (
         hosts_commands, measure_commands, live_commands, history_commands, ui_commands,
-        web_commands, gpu_commands, breakeven_commands, verdict_bench_commands,
+        web_commands, gpu_commands, breakeven_commands, bench_commands,
     )  # fmt: skip
     for module in modules:
         module.register(sub, host_command)

@@ -11,8 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
-from console.commands.measure import _ints, _progress, _session
+from console.commands.base import (
+    EXIT_FAILED,
+    HostCommand,
+    err,
+    ints,
+    measure_session,
+    progress,
+    with_service,
+)
 from console.experiments.breakeven import (
     LEVEL,
     RESAMPLES,
@@ -43,8 +50,8 @@ def print_breakeven(result: BreakevenResult, host: str) -> None:
 
 async def cmd_breakeven(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "breakeven") as tick:
+        session = measure_session(service, args)
+        with progress(args, "breakeven") as tick:
             result = await run_breakeven(
                 session, contexts=args.contexts, output_tokens=args.output,
                 text_type=args.text, repeat=args.repeat, seed=args.seed,
@@ -69,7 +76,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
         "Speculation on vs off per context: commit needed to break even, measured, speedup.",
     )
     p.add_argument(
-        "--contexts", type=_ints, required=True, help="prompt lengths in tokens, e.g. 64,1k,1900"
+        "--contexts", type=ints, required=True, help="prompt lengths in tokens, e.g. 64,1k,1900"
     )
     p.add_argument("--output", type=int, default=128, help="output tokens per request")
     p.add_argument("--text", default="code", help="text type (code, prose, repetitive)")

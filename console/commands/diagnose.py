@@ -20,8 +20,7 @@ from console.analysis.decompose import FitError, fit
 from console.analysis.live_window import LiveWindow, explain_live, live_window
 from console.analysis.verdict import Judgement, Sweep, typed_baseline, typed_verdict
 from console.analysis.verdict_records import MIN_PROMPT, beyond_limit
-from console.commands.base import HostCommand, err, with_service
-from console.commands.measure_common import _common, _session
+from console.commands.base import HostCommand, common_options, err, measure_session, with_service
 from console.experiments.typed_noise_source import calibration_profile
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
@@ -88,7 +87,7 @@ async def sweep_for(
 
 async def cmd_diagnose(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
+        session = measure_session(service, args)
         live: LiveWindow | None = None
         if args.observed is None:
             live = await stored_live_window(session.store, service.profile.name, args.window)
@@ -210,5 +209,5 @@ def register(host_command: HostCommand) -> None:
     p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
     p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
     p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
-    _common(p, repeat=2)
+    common_options(p, repeat=2)
     p.set_defaults(func=cmd_diagnose)

@@ -20,17 +20,17 @@ from console.analysis.round_curve import sample_curve
 from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.analysis.stats import PointSummary, Spread, spread
 from console.commands import diagnose, twopoint
-from console.commands.base import HostCommand, with_service
-from console.commands.measure_common import (
-    _common,
-    _emit_json,
-    _footer,
-    _ints,
-    _names,
-    _progress,
-    _session,
+from console.commands.base import (
+    HostCommand,
+    common_options,
+    emit_json,
+    footer,
+    ints,
+    measure_session,
+    names,
+    progress,
+    with_service,
 )
-from console.commands.web import bench_parser
 from console.errors import ConsoleError
 from console.measure import methods
 from console.measure.methods import MethodResult
@@ -142,8 +142,8 @@ def print_sample_text(s: RequestSample) -> None:
 
 async def cmd_prompt(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "prompt") as tick:
+        session = measure_session(service, args)
+        with progress(args, "prompt") as tick:
             result = await methods.probe(
                 session, text_type=args.text_type, context=args.context, text=args.text,
                 max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, stream=args.stream,
@@ -151,7 +151,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
             )  # fmt: skip
         curves = [sample_curve(s) for s in result.samples]
         if args.json:
-            _emit_json(result, {"round_curves": [c.as_dict() if c else None for c in curves]})
+            emit_json(result, {"round_curves": [c.as_dict() if c else None for c in curves]})
             return 0
         for i, sample in enumerate(result.samples):
             print_sample(sample, show_text=False)
@@ -161,7 +161,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
                 print_sample_text(sample)
         if len(result.samples) > 1:
             print_points(result.points)
-        _footer(result)
+        footer(result)
         return 0
 
     return await with_service(args, body)
@@ -172,8 +172,8 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
     target = sample_target(args) if not args.outputs else None
 
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "sweep") as tick:
+        session = measure_session(service, args)
+        with progress(args, "sweep") as tick:
             if args.outputs:
                 result = await methods.output_sweep(
                     session, outputs=args.outputs, context=args.context or 256,
@@ -186,7 +186,7 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
                     target=target,
                 )  # fmt: skip
         if args.json:
-            _emit_json(result)
+            emit_json(result)
             return 0
         print_points(result.points)
         print_sample_size(result)
@@ -194,7 +194,7 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
             print_model(result.model)
         elif result.figures.get("fit_error"):
             print(f"no model: {result.figures['fit_error']}")
-        _footer(result)
+        footer(result)
         return 0
 
     return await with_service(args, body)
@@ -215,7 +215,7 @@ async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
                 "bench fidelity needs per-round timing from the engine, which only the builtin "
                 "engine reports; run it against a builtin host."
             )
-        session = _session(service, args)
+        session = measure_session(service, args)
         result = await methods.probe(
             session, text_type=args.text_type, context=args.context, max_tokens=args.max_tokens,
             repeat=args.requests,
@@ -309,7 +309,6 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     _register_methods(host_command)
     twopoint.register(host_command)
     diagnose.register(host_command)
-    _register_fidelity(sub)
 
 
 def _register_prompt(host_command: HostCommand) -> None:
@@ -328,7 +327,7 @@ def _register_prompt(host_command: HostCommand) -> None:
                    help="always produce --max-tokens tokens (default; --no-ignore-eos "
                         "lets the model stop at EOS)")  # fmt: skip
     p.add_argument("--stream", action="store_true", help="stream the response (client timing too)")
-    _common(p, repeat=1)
+    common_options(p, repeat=1)
     p.set_defaults(func=cmd_prompt)
 
 
@@ -336,21 +335,21 @@ def _register_methods(host_command: HostCommand) -> None:
     """The measurement methods: sweeps, two-point, stream check."""
     p = host_command("sweep", "Context sweep (fixed output) or output sweep (fixed context).")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--contexts", type=_ints, help="prompt lengths in tokens, e.g. 64,1k,3k,5k")
-    which.add_argument("--outputs", type=_ints, help="output lengths, e.g. 64,256,1024")
+    which.add_argument("--contexts", type=ints, help="prompt lengths in tokens, e.g. 64,1k,3k,5k")
+    which.add_argument("--outputs", type=ints, help="output lengths, e.g. 64,256,1024")
     p.add_argument(
         "--output", type=int, default=128, help="output tokens per request (context sweep)"
     )
     p.add_argument("--context", type=int, help="prompt length for an output sweep (default 256)")
-    p.add_argument("--text", type=_names, help="text types, e.g. code,prose (default code)")
+    p.add_argument("--text", type=names, help="text types, e.g. code,prose (default code)")
     p.add_argument("--stream", action="store_true")
-    _common(p, repeat=None)
+    common_options(p, repeat=None)
     add_sample_options(p)
     p.set_defaults(func=cmd_sweep)
 
 
-def _register_fidelity(sub: argparse._SubParsersAction) -> None:
-    bench = bench_parser(sub)
+def add_bench_fidelity(bench: argparse._SubParsersAction) -> None:
+    """`specconsole bench fidelity HOST` (registered by console.commands.bench)."""
     p = bench.add_parser(
         "fidelity", help="Console decode tok/s against the engine's own per-round timing."
     )

@@ -11,8 +11,15 @@ import argparse
 from typing import Any
 
 from console.analysis.intervals import Interval
-from console.commands.base import HostCommand, with_service
-from console.commands.measure_common import _common, _emit_json, _footer, _progress, _session
+from console.commands.base import (
+    HostCommand,
+    common_options,
+    emit_json,
+    footer,
+    measure_session,
+    progress,
+    with_service,
+)
 from console.measure import methods
 from console.service import EngineService
 
@@ -53,14 +60,14 @@ def twopoint_lines(f: dict[str, Any], n1: int, n2: int) -> list[str]:
 
 async def cmd_twopoint(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "two-point") as tick:
+        session = measure_session(service, args)
+        with progress(args, "two-point") as tick:
             result = await methods.two_point(
                 session, n1=args.n1, n2=args.n2, context=args.context, text_type=args.text_type,
                 repeat=args.repeat, tick=tick,
             )  # fmt: skip
         if args.json:
-            _emit_json(result)
+            emit_json(result)
             return 0
         f = result.figures
         if f.get("twopoint_tok_s") is None:
@@ -68,7 +75,7 @@ async def cmd_twopoint(args: argparse.Namespace) -> int:
             return 1
         for line in twopoint_lines(f, args.n1, args.n2):
             print(line)
-        _footer(result)
+        footer(result)
         return 0
 
     return await with_service(args, body)
@@ -76,14 +83,14 @@ async def cmd_twopoint(args: argparse.Namespace) -> int:
 
 async def cmd_streamcheck(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "stream check") as tick:
+        session = measure_session(service, args)
+        with progress(args, "stream check") as tick:
             result = await methods.stream_check(
                 session, context=args.context, max_tokens=args.max_tokens,
                 text_type=args.text_type, repeat=args.repeat, tick=tick,
             )  # fmt: skip
         if args.json:
-            _emit_json(result)
+            emit_json(result)
             return 0
         f = result.figures
         for label, key in (
@@ -94,7 +101,7 @@ async def cmd_streamcheck(args: argparse.Namespace) -> int:
             if f.get(key):
                 print(f"{label:<32}{_iv(f, key)} (median [95% interval])")
         print(f.get("verdict", "no verdict: the streamed or the plain requests gave no figure"))
-        _footer(result)
+        footer(result)
         return 2 if f.get("distorted") else 0
 
     return await with_service(args, body)
@@ -106,12 +113,12 @@ def register(host_command: HostCommand) -> None:
     p.add_argument("--n2", type=int, default=160)
     p.add_argument("--context", type=int, default=256, help="prompt length in tokens")
     p.add_argument("--text-type", default="code")
-    _common(p, repeat=3)
+    common_options(p, repeat=3)
     p.set_defaults(func=cmd_twopoint)
 
     p = host_command("streamcheck", "Does streaming over this link distort decode figures?")
     p.add_argument("--context", type=int, default=256, help="prompt length in tokens")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--text-type", default="code")
-    _common(p, repeat=3)
+    common_options(p, repeat=3)
     p.set_defaults(func=cmd_streamcheck)

@@ -15,9 +15,7 @@ import argparse
 import json
 
 from console.analysis.sample_size import SampleTarget
-from console.commands.base import EXIT_FAILED, HostCommand, err, with_service
-from console.commands.measure import _progress, _session
-from console.commands.web import bench_parser
+from console.commands.base import EXIT_FAILED, err, measure_session, progress, with_service
 from console.experiments.verdict_bench import (
     MAX_ROUNDS,
     MIN_ROUNDS,
@@ -67,8 +65,8 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
     args.no_store = not args.store
 
     async def body(service: EngineService) -> int:
-        session = _session(service, args)
-        with _progress(args, "verdict benchmark") as tick:
+        session = measure_session(service, args)
+        with progress(args, "verdict benchmark") as tick:
             result = await run_bench(
                 session, scenarios=args.scenarios, runs=args.runs, output_tokens=args.output,
                 target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
@@ -91,7 +89,7 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
     return await with_service(args, body)
 
 
-def _names(text: str) -> list[str]:
+def _scenarios(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown or not names:
@@ -112,9 +110,9 @@ def _paths(text: str) -> list[str]:
     return names
 
 
-def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add `bench verdict [HOST]` to the shared `bench` group."""
-    p = bench_parser(sub).add_parser(
+def add_bench_verdict(bench: argparse._SubParsersAction) -> None:
+    """`specconsole bench verdict [HOST]` (registered by console.commands.bench)."""
+    p = bench.add_parser(
         "verdict",
         help="How often the verdict is right, on scenarios whose cause is known.",
         description="Run scenarios whose true cause is known by construction on HOST's "
@@ -125,7 +123,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("host", nargs="?", default="local", help="profile or host (default local)")
     p.add_argument("--runs", type=int, default=5, help="runs per scenario (default 5)")
     p.add_argument(
-        "--scenarios", type=_names, default=list(SCENARIOS),
+        "--scenarios", type=_scenarios, default=list(SCENARIOS),
         help=f"comma-separated, default all: {','.join(SCENARIOS)}",
     )  # fmt: skip
     p.add_argument(

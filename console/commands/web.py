@@ -2,8 +2,6 @@
 
 Both run Textual code, which only `console.tui` may import, so the Textual side is
 imported inside the command functions; building the parser stays Textual-free.
-`bench_parser` is shared: other areas add their own `bench ...` subcommands to the same
-`bench` group through it.
 """
 
 from __future__ import annotations
@@ -12,26 +10,11 @@ import argparse
 import json
 import os
 
-from console.commands.base import EXIT_FAILED, HostCommand, Parser
+from console.commands.base import EXIT_FAILED, HostCommand
 from console.errors import ConsoleError
 from console.hosts import resolve_host
 
 TOKEN_ENV = "SPECCONSOLE_WEB_TOKEN"
-
-
-def bench_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    """The subparsers of `specconsole bench`, created on first use."""
-    bench = sub.choices.get("bench")
-    if bench is None:
-        bench = sub.add_parser(
-            "bench",
-            help="Benchmarks of the console itself and of measurements.",
-            description="Benchmarks of the console itself and of measurements.",
-        )
-    for action in bench._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return bench.add_subparsers(dest="bench_what", required=True, parser_class=Parser)
 
 
 async def cmd_web(args: argparse.Namespace) -> int:
@@ -72,7 +55,7 @@ async def cmd_bench_tui(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add `web HOST` and `bench tui` to the `specconsole` parser."""
+    """Add `web HOST` to the `specconsole` parser."""
     p = host_command(
         "web",
         "Serve the console for HOST in a browser (one `connect HOST` per browser tab).",
@@ -92,7 +75,10 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     )
     p.set_defaults(func=cmd_web)
 
-    tui = bench_parser(sub).add_parser(
+
+def add_bench_tui(bench: argparse._SubParsersAction) -> None:
+    """`specconsole bench tui` (registered by console.commands.bench)."""
+    tui = bench.add_parser(
         "tui",
         help="Time the TUI: first frame, chart redraw, idle CPU.",
         description="Time the TUI headless: startup to first frame, a chart redraw of "

@@ -184,15 +184,14 @@ def test_cli_refuses_a_short_token_in_one_sentence() -> None:
 def test_parser_and_bench_group_load_without_textual() -> None:
     code = (
         "import argparse, sys\n"
-        "from console.commands import web\n"
+        "from console.commands import bench, web\n"
         "from console.commands.base import Parser\n"
         "p = Parser(prog='x'); sub = p.add_subparsers(dest='c', parser_class=Parser)\n"
         "web.register(sub, lambda n, h: sub.add_parser(n))\n"
-        "b1 = web.bench_parser(sub); b2 = web.bench_parser(sub)\n"
-        "assert b1 is b2 and 'tui' in b1.choices\n"
-        "b1.add_parser('fidelity')\n"
+        "bench.register(sub, lambda n, h: sub.add_parser(n))\n"
         "assert p.parse_args(['bench', 'tui', '--json']).json\n"
-        "assert p.parse_args(['bench', 'fidelity']).bench_what == 'fidelity'\n"
+        "assert p.parse_args(['bench', 'fidelity', 'local']).bench_what == 'fidelity'\n"
+        "assert p.parse_args(['bench', 'verdict']).bench_what == 'verdict'\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_serve')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
