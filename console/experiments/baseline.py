@@ -27,17 +27,20 @@ The order in time, and what it costs:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from console.analysis import format as fmt
-from console.analysis.comparison import FigurePair, pooled_pairs
+from console.analysis.comparison import FigurePair
+from console.analysis.noise_profile import Drift, NoiseProfile
+from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
+from console.analysis.same_point import SamePointVerdict, judge_same_point
 from console.analysis.sample_size import SampleTarget
 from console.config import BaselineProfile
+from console.experiments.calibrate import noise_for
 from console.measure import methods
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureError, MeasureSession
@@ -126,6 +129,8 @@ async def run_baseline(
     prior: Sequence[RequestSample] = (),
     first_index: int = 0,
     min_rounds: int | None = None,
+    max_rounds: int | None = None,
+    rounds: dict[tuple[str, int], int] | None = None,
 ) -> MethodResult:
     """The baseline's points (`plan`, else the profile's), the same before and after a
     change; with `target`, repeated until each point's tok/s interval is narrow enough
@@ -143,6 +148,8 @@ async def run_baseline(
             prior=prior,
             first_index=first_index,
             min_rounds=min_rounds,
+            max_rounds=max_rounds,
+            rounds=rounds,
         )
 
 
@@ -159,6 +166,7 @@ class BaselineRow:
     step_time_s: FigurePair
     n_before: int = 0
     n_after: int = 0
+    verdict: SamePointVerdict | None = None  # the decomposition at this point
 
     @property
     def factors(self) -> list[tuple[str, FigurePair]]:
@@ -196,23 +204,33 @@ class BaselineRow:
             "step_time_s": side(self.step_time_s),
             "moved": self.moved,
             "factors_moved": [label for label, _ in self.factors],
+            "verdict": self.verdict.as_dict() if self.verdict else None,
             "pooled": True,
+            "paired": self.verdict is not None,
         }
 
 
 def compare_samples(
-    before: Sequence[RequestSample], after: Sequence[RequestSample], *, seed: int = 0
+    before: Sequence[RequestSample],
+    after: Sequence[RequestSample],
+    *,
+    seed: int = 0,
+    drift: Drift | None = None,
 ) -> list[BaselineRow]:
-    """Per (text type, context) measured on both sides: the pooled figures and changes."""
+    """Per (text type, context) measured on both sides: the figures and changes under the
+    comparison protocol (`pairing.paired_figures`: balanced and paired by passage, the
+    host's drift in every time interval). `seed` is kept for callers; nothing is drawn."""
+    del seed
     groups: dict[tuple[str, int], tuple[list[RequestSample], list[RequestSample]]] = {}
     for index, samples in enumerate((before, after)):
         for s in samples:
             groups.setdefault((s.text_type, s.context_tokens), ([], []))[index].append(s)
     rows = []
     for (text_type, context), (b, a) in sorted(groups.items()):
-        if not b or not a:
+        paired = paired_figures(b, a, drift=drift) if b and a else None
+        if paired is None:
             continue
-        pairs = pooled_pairs(b, a, seed=seed)
+        pairs = paired.pairs
         rows.append(
             BaselineRow(
                 text_type=text_type,
@@ -222,18 +240,22 @@ def compare_samples(
                 step_time_s=pairs["step_time_s"],
                 n_before=sum(1 for s in b if s.ok),
                 n_after=sum(1 for s in a if s.ok),
+                verdict=judge_same_point(paired, f"{text_type} at context {context}"),
             )
         )
     return rows
 
 
 def baseline_comparison(
-    before: MethodResult, after: MethodResult, *also_before: MethodResult
+    before: MethodResult,
+    after: MethodResult,
+    *also_before: MethodResult,
+    drift: Drift | None = None,
 ) -> list[BaselineRow]:
     """Per text type: tok/s, commit and step time before and after, and what moved.
     `also_before`: further blocks of the before condition (a bracket's second half)."""
     samples = list(before.samples) + [s for r in also_before for s in r.samples]
-    return compare_samples(samples, after.samples)
+    return compare_samples(samples, after.samples, drift=drift)
 
 
 HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which factor moved")
@@ -265,8 +287,9 @@ def comparison_lines(rows: list[BaselineRow]) -> list[str]:
             )
     lines = fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
     lines.append(
-        "  pooled per side (tokens / steps / decode time) [95% interval]; a change is a "
-        "finding only when its interval excludes no change"
+        "  pooled per side over the passages both sides read, equal weight each (tokens / "
+        "steps / decode time) [95% interval]; changes paired by passage [99% interval]; a "
+        "change is a finding only when its interval excludes no change"
     )
     return lines
 
@@ -274,7 +297,8 @@ def comparison_lines(rows: list[BaselineRow]) -> list[str]:
 @dataclass
 class BaselineApply:
     """A change applied between baselines. `before_again` is the bracket's second half
-    of the before condition (None without `--bracket`)."""
+    of the before condition (None unless the order is A-B-A-B); `drift` the drift term
+    every time interval carries, with the order it was measured in."""
 
     result: ApplyResult
     before: MethodResult
@@ -283,17 +307,16 @@ class BaselineApply:
     before_again: MethodResult | None = None
     order: str = "A-B"
     notes: list[str] = field(default_factory=list)
+    drift: Drift = field(default_factory=Drift.none)
+    calibrated: bool = False  # a calibration ran first (no profile for this host and flags)
 
     def lines(self) -> list[str]:
-        """The comparison, the order it was measured in, and any note on sample size."""
+        """The comparison, the order it was measured in with the drift it carries, and any
+        note on sample size."""
         if not self.rows:
             return list(self.notes)
-        order = (
-            "measured A-B-A-B: half the before requests on each side of the after ones"
-            if self.order == "A-B-A-B"
-            else "measured A-B: the before block, the restart, the after block"
-        )
-        return [*comparison_lines(self.rows), f"  {order}", *(f"  {n}" for n in self.notes)]
+        return [*comparison_lines(self.rows), f"  {self.drift.text()}",
+                *(f"  {n}" for n in self.notes)]  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         def run_id(r: MethodResult | None) -> int | None:
@@ -302,6 +325,8 @@ class BaselineApply:
         return {
             "ok": self.result.ok,
             "order": self.order,
+            "drift": self.drift.as_dict(),
+            "calibrated": self.calibrated,
             "runs": {
                 "before": run_id(self.before),
                 "after": run_id(self.after),
@@ -321,10 +346,10 @@ class BaselineApply:
         }
 
 
-def _rounds(result: MethodResult) -> int:
-    """The most rounds any point of this block took."""
+def rounds_by_point(result: MethodResult) -> dict[tuple[str, int], int]:
+    """The whole rounds each point of this block took."""
     points = (result.figures.get("sample_size") or {}).get("points") or []
-    return max((p["rounds"] for p in points), default=0)
+    return {(p["text_type"], int(p["context"])): int(p["rounds"]) for p in points}
 
 
 def _noise_notes(**blocks: MethodResult | None) -> list[str]:
@@ -337,6 +362,21 @@ def _noise_notes(**blocks: MethodResult | None) -> list[str]:
     return notes
 
 
+ORDERS = ("auto", "A-B", "A-B-A-B")
+
+
+def choose_order(order: str | None, bracket: bool | None, noise: NoiseProfile | None) -> str:
+    """The order asked for, else bracketing when the host's measured restart is cheap
+    (`NoiseProfile.order`), else A-B."""
+    if order not in (None, "auto"):
+        if order not in ORDERS:
+            raise MeasureError(f"Unknown order {order!r}; use one of {', '.join(ORDERS)}.")
+        return order
+    if bracket is not None:
+        return "A-B-A-B" if bracket else "A-B"
+    return noise.order() if noise is not None else "A-B"
+
+
 async def apply_with_baseline(
     service: EngineService,
     plan: FlagPlan,
@@ -345,22 +385,59 @@ async def apply_with_baseline(
     store: RunStore | None = None,
     on_note: Callable[[str], None] | None = None,
     target: SampleTarget | None = None,
-    bracket: bool = False,
+    bracket: bool | None = None,
     baseline: BaselinePlan | None = None,
     overrides: dict[str, Any] | None = None,
+    order: str | None = None,
+    noise: NoiseProfile | None = None,
+    calibrate: bool = True,
 ) -> BaselineApply:
-    """Baseline, apply (restart and follow to ready), baseline again; compare. With
-    `bracket`, A-B-A-B as the module says. `target` defaults to `SampleTarget()`. The
-    points (`baseline`, or the profile's `[baseline]` with `overrides`: contexts, output,
-    text_types) are fixed before the change, so both sides measure the same ones."""
+    """Baseline, apply (restart and follow to ready), baseline again; compare under the
+    protocol (`pairing`): the after side reads exactly the rounds of the same passages
+    the before side read, and every time interval carries the host's drift.
+
+    The drift comes from `noise`, else the history's profile for this host and flags;
+    with none and `calibrate`, `specconsole calibrate`'s measurement runs first. The
+    order is `order` ("A-B", "A-B-A-B"; None or "auto": bracketing when the measured
+    restart is under a minute, else A-B); `bracket` True / False forces one (the old
+    switch). The points (`baseline`, or the profile's `[baseline]` with `overrides`) are
+    fixed before the change, so both sides measure the same ones."""
     target = target or SampleTarget()
     session = MeasureSession(service, store=store, on_note=on_note)
     points = baseline or await plan_for(session, **(overrides or {}))
     for note in points.notes:
         session.note(f"baseline: {note}")
-    if bracket:
-        return await _bracketed(session, service, plan, points, timeout=timeout, target=target)
+    calibrated = False
+    if noise is None:
+        noise = await noise_for(service, store, plan=points, calibrate_if_missing=False)
+        if noise is None and calibrate and store is not None:
+            noise = await noise_for(service, store, plan=points, timeout=timeout,
+                                    on_note=session.note)  # fmt: skip
+            calibrated = noise is not None
+    chosen = choose_order(order, bracket, noise)
+    drift = noise.drift(chosen) if noise is not None else Drift.none(chosen)
+    if chosen == "A-B-A-B":
+        done = await _bracketed(session, service, plan, points, timeout=timeout, target=target,
+                                drift=drift)  # fmt: skip
+    else:
+        done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
+                               drift=drift)  # fmt: skip
+    done.drift, done.calibrated = drift, calibrated
+    if calibrated:
+        done.notes.insert(0, "calibrated first: no noise profile for this host and flags")
+    return done
 
+
+async def _a_then_b(
+    session: MeasureSession,
+    service: EngineService,
+    plan: FlagPlan,
+    points: BaselinePlan,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    drift: Drift,
+) -> BaselineApply:
     contexts = ",".join(str(c) for c in points.contexts)
     session.note(f"baseline before the change (contexts {contexts}, {points.output} tokens, "
                  f"{','.join(points.text_types)}) ...")  # fmt: skip
@@ -368,11 +445,10 @@ async def apply_with_baseline(
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None)
-    session.note("baseline after the change ...")
-    # At least the rounds the before block took: the same passages on both sides.
-    after = await run_baseline(session, points, target=target, min_rounds=_rounds(before) or None)
+    session.note("baseline after the change (the same rounds of the same passages) ...")
+    after = await run_baseline(session, points, target=target, rounds=rounds_by_point(before))
     return BaselineApply(
-        result, before, after, baseline_comparison(before, after),
+        result, before, after, baseline_comparison(before, after, drift=drift),
         notes=_noise_notes(before=before, after=after),
     )  # fmt: skip
 
@@ -385,38 +461,37 @@ async def _bracketed(
     *,
     timeout: float,
     target: SampleTarget,
+    drift: Drift,
 ) -> BaselineApply:
-    """A (half), apply B, B, roll back to A (last-good), A (the rest), apply B again."""
-    half = math.ceil(target.max_repeat / 2)
-    first = dataclasses.replace(target, max_repeat=half, min_repeat=min(target.min_repeat, half))
+    """A (half the rounds), apply B, B (all its rounds), roll back to A (last-good), A
+    (the other half: A's rounds then equal B's), apply B again."""
+    half = max(1, math.ceil(target.max_rounds / 2))
     session.note("baseline before the change, first half ...")
-    before = await run_baseline(session, points, target=first)
-    k = _rounds(before)
+    first = min(target.min_rounds, half)
+    before = await run_baseline(session, points, target=target, min_rounds=first, max_rounds=half)
+    k = rounds_by_point(before)
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None, order="A-B-A-B")
     session.note("baseline after the change ...")
-    after = await run_baseline(
-        session, points, target=target, min_rounds=min(2 * k, target.max_repeat)
-    )
-    m = _rounds(after)
+    least = min(max(2 * max(k.values(), default=1), target.min_rounds), target.max_rounds)
+    after = await run_baseline(session, points, target=target, min_rounds=least)
+    m = rounds_by_point(after)
     session.note("back to the flags before the change (last-good) for the second half ...")
     back = await service.rollback(timeout=timeout)
     before_again = None
     if back.ok:
-        rest = max(1, m - k)
-        second = dataclasses.replace(
-            target, max_repeat=max(target.max_repeat - k, rest), min_repeat=rest
-        )
+        rest = {p: max(0, m.get(p, 0) - k.get(p, 0)) for p in m}
         before_again = await run_baseline(
-            session, points, target=second, prior=before.samples, first_index=k
-        )
+            session, points, target=target, prior=before.samples,
+            first_index=max(k.values(), default=0) * (target.passages or 1), rounds=rest,
+        )  # fmt: skip
     else:
         session.note(f"the flags before the change did not come back ({back.event.describe()})")
     session.note("applying the change again ...")
     result = await service.apply(plan, timeout=timeout)
     extra = (before_again,) if before_again is not None else ()
-    rows = baseline_comparison(before, after, *extra) if result.ok else []
+    rows = baseline_comparison(before, after, *extra, drift=drift) if result.ok else []
     return BaselineApply(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
         notes=_noise_notes(before=before, after=after, before_again=before_again),
