@@ -103,13 +103,18 @@ class NoiseProfile:
     restart_s: tuple[float, ...]  # how long each restart took to ready
     measured_at: float = field(default_factory=time.time)
     notes: tuple[str, ...] = ()
+    # the part of each shift's square that the blocks' own request noise explains (its
+    # squared standard error): a comparison's paired interval already holds that part
+    shift_var_noise: tuple[float, ...] = ()
 
     @property
     def shift_sd(self) -> float:
-        """The RMS of the measured shifts (their mean is no drift: a shift either way)."""
+        """The drift's SD: the RMS of the measured shifts (a shift either way is drift)
+        less what the blocks' own timing noise explains, never below zero."""
         if not self.shifts:
             return 0.0
-        return math.sqrt(statistics.fmean(d * d for d in self.shifts))
+        noise = statistics.fmean(self.shift_var_noise) if self.shift_var_noise else 0.0
+        return math.sqrt(max(0.0, statistics.fmean(d * d for d in self.shifts) - noise))
 
     @property
     def restart_time(self) -> float | None:
@@ -138,8 +143,9 @@ class NoiseProfile:
                        f"time ± {p.rel_sd:.1%} (1 SD, {p.n} requests)")  # fmt: skip
         shifts = ", ".join(f"{math.expm1(d):+.1%}" for d in self.shifts) or "none"
         out.append(
-            f"  block-to-block shift across a restart: {shifts} (RMS "
-            f"{self.shift_sd:.1%}; drift term ± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
+            f"  block-to-block shift across a restart: {shifts}; beyond the blocks' own "
+            f"request noise a drift of {self.shift_sd:.1%} (1 SD; drift term "
+            f"± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
         )
         restart = self.restart_time
         if restart is not None:
@@ -152,6 +158,7 @@ class NoiseProfile:
             "points": [p.as_dict() for p in self.points], "shifts": list(self.shifts),
             "restart_s": list(self.restart_s), "measured_at": self.measured_at,
             "notes": list(self.notes), "shift_sd": self.shift_sd, "order": self.order(),
+            "shift_var_noise": list(self.shift_var_noise),
         }  # fmt: skip
 
     @classmethod
@@ -164,6 +171,7 @@ class NoiseProfile:
             restart_s=tuple(float(r) for r in data.get("restart_s", ())),
             measured_at=float(data.get("measured_at", 0.0)),
             notes=tuple(data.get("notes", ())),
+            shift_var_noise=tuple(float(v) for v in data.get("shift_var_noise", ())),
         )  # fmt: skip
 
 

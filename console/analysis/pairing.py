@@ -107,6 +107,7 @@ class PairedChange(ChangeInterval):
     timing_rel: float = 0.0
     drift_rel: float = 0.0
     order: str = ""
+    se: float = 0.0  # the standard error of the log ratio from timing (before t and drift)
 
     @property
     def has_interval(self) -> bool:
@@ -151,14 +152,15 @@ def _paired_change(
     value: float, logs: list[float], drift_rel: float, *, order: str, n_a: int, n_b: int
 ) -> PairedChange:
     pairs = len(logs)
-    timing = 0.0
+    timing = se = 0.0
     if pairs >= 2:
-        timing = t99(pairs - 1) * statistics.stdev(logs) / math.sqrt(pairs)
+        se = statistics.stdev(logs) / math.sqrt(pairs)
+        timing = t99(pairs - 1) * se
     half = math.hypot(timing, drift_rel) if pairs >= MIN_PAIRS else 0.0
     centre = math.log(value)
     ratio = Interval(value, math.exp(centre - half), math.exp(centre + half))
     return PairedChange(ratio, n_a, n_b, pairs=pairs, timing_rel=timing, drift_rel=drift_rel,
-                        order=order)  # fmt: skip
+                        order=order, se=se)  # fmt: skip
 
 
 @dataclass(frozen=True)

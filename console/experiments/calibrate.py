@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from console.analysis.noise_profile import NoiseProfile, point_spreads
-from console.analysis.pairing import paired_figures
+from console.analysis.pairing import PairedChange, paired_figures
 from console.analysis.records import RequestSample, flags_hash
 from console.analysis.sample_size import SampleTarget
 from console.measure import methods
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from console.store import RunStore
 
 BLOCKS = 3  # two restarts: one shift says little, three blocks keep calibration short
-ROUNDS = 2  # whole rounds of every passage per point and block
+ROUNDS = 3  # whole rounds of every passage per point and block
 PASSAGES = 2
 
 
@@ -43,18 +43,23 @@ def _point_key(s: RequestSample) -> tuple[str, int]:
     return s.text_type, s.context_tokens
 
 
-def block_shift(a: Sequence[RequestSample], b: Sequence[RequestSample]) -> float | None:
+def block_shift(
+    a: Sequence[RequestSample], b: Sequence[RequestSample]
+) -> tuple[float, float] | None:
     """log(b / a) of step time between two blocks, paired by passage per point and
-    averaged over the points both measured; None when they share none."""
-    logs = []
+    averaged over the points both measured, with the variance its own timing noise
+    explains; None when they share no point."""
+    logs, variances = [], []
     for point in sorted({_point_key(s) for s in a} & {_point_key(s) for s in b}):
         paired = paired_figures([s for s in a if _point_key(s) == point],
                                 [s for s in b if _point_key(s) == point])  # fmt: skip
-        if paired is not None:
-            step = paired.figure("step_time_s").change
-            if step is not None:
-                logs.append(math.log(step.ratio))
-    return statistics.fmean(logs) if logs else None
+        moved = paired.figure("step_time_s").moved if paired is not None else None
+        if isinstance(moved, PairedChange):
+            logs.append(math.log(moved.ratio.value))
+            variances.append(moved.se**2)
+    if not logs:
+        return None
+    return statistics.fmean(logs), statistics.fmean(variances) / len(variances)
 
 
 def profile_from_blocks(
@@ -68,11 +73,11 @@ def profile_from_blocks(
     """The noise profile of measured blocks (pure: the arithmetic of `calibrate`)."""
     tagged = [dataclasses.replace(s, prompt_id=f"{i}:{s.prompt_id}")
               for i, block in enumerate(blocks) for s in block]  # fmt: skip
-    shifts = [block_shift(a, b) for a, b in itertools.pairwise(blocks)]
+    shifts = [d for d in (block_shift(a, b) for a, b in itertools.pairwise(blocks)) if d]
     return NoiseProfile(
         host=host, engine=engine, flags_hash=flags, points=point_spreads(tagged),
-        shifts=tuple(d for d in shifts if d is not None), restart_s=tuple(restart_s),
-        notes=tuple(notes),
+        shifts=tuple(d for d, _ in shifts), shift_var_noise=tuple(v for _, v in shifts),
+        restart_s=tuple(restart_s), notes=tuple(notes),
     )  # fmt: skip
 
 

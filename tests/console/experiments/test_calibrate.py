@@ -26,7 +26,7 @@ def _blocks() -> list[list]:
 
 def test_a_profile_measures_each_restarts_shift_and_the_spread() -> None:
     blocks = _blocks()
-    assert block_shift(blocks[0], blocks[1]) == pytest.approx(0.0, abs=1e-12)
+    assert block_shift(blocks[0], blocks[1]) == pytest.approx((0.0, 0.0), abs=1e-12)
     profile = profile_from_blocks("local", "builtin", "abc", blocks, [12.0, 14.0])
     assert profile.shifts == pytest.approx((0.0, math.log(1.05)))
     assert profile.shift_sd == pytest.approx(math.log(1.05) / math.sqrt(2))
@@ -46,6 +46,11 @@ def test_noisy_requests_show_their_spread() -> None:
     profile = profile_from_blocks("local", "builtin", "abc", blocks, [600.0])
     assert 0.02 < profile.points[0].rel_sd < 0.09
     assert profile.order() == "A-B"  # a ten-minute restart: no bracketing
+    # the shift between two noisy blocks is partly their own request noise, which each
+    # comparison's paired interval already holds: the drift is what is left beyond it
+    (shift,), (noise,) = profile.shifts, profile.shift_var_noise
+    assert noise > 0 and profile.shift_sd == pytest.approx(math.sqrt(max(0, shift**2 - noise)))
+    assert profile.shift_sd < abs(shift)
 
 
 def test_the_order_is_asked_or_follows_the_restart() -> None:
