@@ -136,13 +136,16 @@ async def noise_for(
     timeout: float | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> NoiseProfile | None:
-    """The stored noise profile of this host with its current flags; without one and with
+    """The stored noise profile of this host with its current flags, else its newest with
+    other flags (the drift's source names them); without any and with
     `calibrate_if_missing`, a calibration first (the note says so)."""
     if store is None:
         return None
     flags = flags_hash(dict((await service.current_config()).flags))
     host = service.profile.name
-    found = await store.noise_profile(host, flags)
+    # These flags' own profile, else the host's newest with other flags (drift is mostly
+    # the host's: a flag change would otherwise calibrate again before every baseline).
+    found = await store.noise_profile(host, flags) or await store.noise_profile(host)
     if found is not None or not calibrate_if_missing:
         return found
     if on_note is not None:
