@@ -32,15 +32,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from console.analysis import format as fmt
-from console.analysis.comparison import FigurePair
 from console.analysis.noise_profile import Drift, NoiseProfile
-from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
-from console.analysis.same_point import SamePointVerdict, judge_same_point
 from console.analysis.sample_size import SampleTarget
 from console.config import BaselineProfile
+from console.experiments.baseline_rows import (
+    HEADERS,
+    BaselineRow,
+    baseline_comparison,
+    compare_samples,
+    comparison_lines,
+)
 from console.experiments.calibrate import noise_for
+from console.experiments.side_by_side import can_run_side_by_side, side_by_side
 from console.measure import methods
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureError, MeasureSession
@@ -48,6 +52,11 @@ from console.measure.session import MeasureError, MeasureSession
 if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
     from console.store import RunStore
+
+# The rows moved to `baseline_rows`; their names stay importable from here.
+__all__ = ["HEADERS", "BaselineApply", "BaselinePlan", "BaselineRow", "apply_with_baseline",
+           "baseline_comparison", "baseline_plan", "choose_order", "compare_samples",
+           "comparison_lines", "plan_for", "run_baseline"]  # fmt: skip
 
 # The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
 # context, and a long one at `long_fraction` of the engine's context length, since a change
@@ -153,147 +162,6 @@ async def run_baseline(
         )
 
 
-@dataclass(frozen=True)
-class BaselineRow:
-    """One baseline point (text type, context) before and after the change: each figure
-    pooled on both sides with its interval, and the interval of its change
-    (`FigurePair`: a = before, b = after)."""
-
-    text_type: str
-    context: int
-    decode_tok_s: FigurePair
-    commit_len: FigurePair
-    step_time_s: FigurePair
-    n_before: int = 0
-    n_after: int = 0
-    verdict: SamePointVerdict | None = None  # the decomposition at this point
-
-    @property
-    def factors(self) -> list[tuple[str, FigurePair]]:
-        """The factors whose change is a finding (its interval excludes no change)."""
-        pairs = (("commit", self.commit_len), ("step time", self.step_time_s))
-        return [(label, pair) for label, pair in pairs if pair.finding]
-
-    @property
-    def moved(self) -> str:
-        """The factors whose change is a finding, with their intervals, or a sentence
-        saying none is."""
-        found = [f"{label} {pair.change_text()}" for label, pair in self.factors]
-        return ", ".join(found) or "neither factor moved beyond noise"
-
-    def as_dict(self) -> dict[str, Any]:
-        def side(pair: FigurePair) -> dict[str, Any]:
-            fraction = pair.change.fraction if pair.change else None
-            iv = pair.a_interval, pair.b_interval
-            return {
-                "before": pair.a,
-                "after": pair.b,
-                "change": fraction,
-                "before_interval": iv[0].as_dict() if iv[0] else None,
-                "after_interval": iv[1].as_dict() if iv[1] else None,
-                "change_interval": pair.moved.as_dict() if pair.moved else None,
-            }
-
-        return {
-            "text_type": self.text_type,
-            "context": self.context,
-            "n_before": self.n_before,
-            "n_after": self.n_after,
-            "decode_tok_s": side(self.decode_tok_s),
-            "commit_len": side(self.commit_len),
-            "step_time_s": side(self.step_time_s),
-            "moved": self.moved,
-            "factors_moved": [label for label, _ in self.factors],
-            "verdict": self.verdict.as_dict() if self.verdict else None,
-            "pooled": True,
-            "paired": self.verdict is not None,
-        }
-
-
-def compare_samples(
-    before: Sequence[RequestSample],
-    after: Sequence[RequestSample],
-    *,
-    seed: int = 0,
-    drift: Drift | None = None,
-) -> list[BaselineRow]:
-    """Per (text type, context) measured on both sides: the figures and changes under the
-    comparison protocol (`pairing.paired_figures`: balanced and paired by passage, the
-    host's drift in every time interval). `seed` is kept for callers; nothing is drawn."""
-    del seed
-    groups: dict[tuple[str, int], tuple[list[RequestSample], list[RequestSample]]] = {}
-    for index, samples in enumerate((before, after)):
-        for s in samples:
-            groups.setdefault((s.text_type, s.context_tokens), ([], []))[index].append(s)
-    rows = []
-    for (text_type, context), (b, a) in sorted(groups.items()):
-        paired = paired_figures(b, a, drift=drift) if b and a else None
-        if paired is None:
-            continue
-        pairs = paired.pairs
-        rows.append(
-            BaselineRow(
-                text_type=text_type,
-                context=context,
-                decode_tok_s=pairs["decode_tok_s"],
-                commit_len=pairs["commit_len"],
-                step_time_s=pairs["step_time_s"],
-                n_before=sum(1 for s in b if s.ok),
-                n_after=sum(1 for s in a if s.ok),
-                verdict=judge_same_point(paired, f"{text_type} at context {context}"),
-            )
-        )
-    return rows
-
-
-def baseline_comparison(
-    before: MethodResult,
-    after: MethodResult,
-    *also_before: MethodResult,
-    drift: Drift | None = None,
-) -> list[BaselineRow]:
-    """Per text type: tok/s, commit and step time before and after, and what moved.
-    `also_before`: further blocks of the before condition (a bracket's second half)."""
-    samples = list(before.samples) + [s for r in also_before for s in r.samples]
-    return compare_samples(samples, after.samples, drift=drift)
-
-
-HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which factor moved")
-
-
-def comparison_lines(rows: list[BaselineRow]) -> list[str]:
-    """The comparison as aligned text lines (the CLI prints them, the TUI shows them):
-    per point a row each for tok/s, commit and step time, pooled with [95% interval]."""
-    table_rows = []
-    for r in rows:
-        figures = (
-            ("tok/s", r.decode_tok_s, fmt.TOK_S),
-            ("commit", r.commit_len, fmt.COMMIT),
-            ("step ms", r.step_time_s, fmt.STEP_MS),
-        )
-        for i, (label, pair, figure) in enumerate(figures):
-            first = i == 0
-            table_rows.append(
-                (
-                    r.text_type if first else "",
-                    str(r.context) if first else "",
-                    label,
-                    fmt.interval(pair.a_interval, figure),
-                    fmt.interval(pair.b_interval, figure),
-                    pair.change_text(),
-                    f"{r.n_before}/{r.n_after}" if first else "",
-                    r.moved if first else "",
-                )
-            )
-    lines = fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
-    lines.append(
-        "  pooled per side over the passages both sides read, equal weight each (tokens / "
-        "steps / decode time) [95% interval]; changes paired by passage [99% interval]; a "
-        "change is a finding only when its interval excludes no change"
-    )
-    return lines
-
-
 @dataclass
 class BaselineApply:
     """A change applied between baselines. `before_again` is the bracket's second half
@@ -362,18 +230,27 @@ def _noise_notes(**blocks: MethodResult | None) -> list[str]:
     return notes
 
 
-ORDERS = ("auto", "A-B", "A-B-A-B")
+ORDERS = ("auto", "A-B", "A-B-A-B", "side-by-side")
 
 
-def choose_order(order: str | None, bracket: bool | None, noise: NoiseProfile | None) -> str:
-    """The order asked for, else bracketing when the host's measured restart is cheap
-    (`NoiseProfile.order`), else A-B."""
+def choose_order(
+    order: str | None,
+    bracket: bool | None,
+    noise: NoiseProfile | None,
+    *,
+    side_by_side: bool = False,
+) -> str:
+    """The order asked for; else side by side where the host holds both configurations
+    (`side_by_side`); else bracketing when the host's measured restart is cheap
+    (`NoiseProfile.order`); else A-B."""
     if order not in (None, "auto"):
         if order not in ORDERS:
             raise MeasureError(f"Unknown order {order!r}; use one of {', '.join(ORDERS)}.")
         return order
     if bracket is not None:
         return "A-B-A-B" if bracket else "A-B"
+    if side_by_side:
+        return "side-by-side"
     return noise.order() if noise is not None else "A-B"
 
 
@@ -396,7 +273,10 @@ async def apply_with_baseline(
     protocol (`pairing`): the after side reads exactly the rounds of the same passages
     the before side read, and every time interval carries the host's drift.
 
-    The drift comes from `noise`, else the history's profile for this host and flags;
+    Side by side (`side_by_side`: B as a second engine process, interleaved request by
+    request, drift cancelling in each pair) is the default where the host can hold both
+    (the bundled engine on this machine); otherwise the drift comes from `noise`, else
+    the history's profile for this host and flags;
     with none and `calibrate`, `specconsole calibrate`'s measurement runs first. The
     order is `order` ("A-B", "A-B-A-B"; None or "auto": bracketing when the measured
     restart is under a minute, else A-B); `bracket` True / False forces one (the old
@@ -408,6 +288,19 @@ async def apply_with_baseline(
     for note in points.notes:
         session.note(f"baseline: {note}")
     calibrated = False
+    chosen = choose_order(order, bracket, None, side_by_side=can_run_side_by_side(service))
+    if chosen == "side-by-side":
+        if order == "side-by-side" and not can_run_side_by_side(service):
+            raise MeasureError("Side by side needs the bundled engine on this machine; use "
+                               "--order A-B or A-B-A-B.")  # fmt: skip
+        before, after, result = await side_by_side(
+            service, plan, points, timeout=timeout, target=target, store=store,
+            on_note=session.note,
+        )  # fmt: skip
+        drift = Drift.none("side-by-side")
+        rows = baseline_comparison(before, after, drift=drift) if after is not None else []
+        return BaselineApply(result, before, after, rows, order="side-by-side", drift=drift,
+                             notes=_noise_notes(before=before, after=after))  # fmt: skip
     if noise is None:
         noise = await noise_for(service, store, plan=points, calibrate_if_missing=False)
         if noise is None and calibrate and store is not None:
