@@ -80,7 +80,7 @@ async def _interleaved(
             open_points, done = list(todo), 0
             while open_points and done < target.max_rounds:
                 for j in range(target.passages or 1):
-                    index = done * (target.passages or 1) + j
+                    index = target.passage(done * (target.passages or 1) + j)
                     for point in open_points:
                         await _pair(sa, sb, ra, rb, point, points.output, index, done % 2,
                                     mine[point])  # fmt: skip
