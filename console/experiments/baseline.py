@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 
 # The rows moved to `baseline_rows`; their names stay importable from here.
 __all__ = ["HEADERS", "BaselineApply", "BaselinePlan", "BaselineRow", "apply_with_baseline",
-           "baseline_comparison", "baseline_plan", "choose_order", "compare_samples",
-           "comparison_lines", "plan_for", "run_baseline"]  # fmt: skip
+           "available_orders", "baseline_comparison", "baseline_plan", "choose_order",
+           "compare_samples", "comparison_lines", "plan_for", "run_baseline"]  # fmt: skip
 
 # The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
 # context, and a long one at `long_fraction` of the engine's context length, since a change
@@ -252,6 +252,15 @@ def choose_order(
     if side_by_side:
         return "side-by-side"
     return noise.order() if noise is not None else "A-B"
+
+
+def available_orders(service: EngineService, noise: NoiseProfile | None) -> list[str]:
+    """The orders this host can measure in, the default first (what the TUI offers):
+    side by side where it holds both configurations, then A-B-A-B and A-B (the cheaper
+    restart first)."""
+    restart = noise.order() if noise is not None else "A-B"
+    orders = ["A-B-A-B", "A-B"] if restart == "A-B-A-B" else ["A-B", "A-B-A-B"]
+    return (["side-by-side"] if can_run_side_by_side(service) else []) + orders
 
 
 async def apply_with_baseline(

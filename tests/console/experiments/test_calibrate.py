@@ -80,3 +80,20 @@ async def test_profiles_are_stored_by_host_and_flags() -> None:
         assert await store.noise_profile("other") is None
     finally:
         store.close()
+
+
+def test_the_orders_a_host_offers_put_its_default_first() -> None:
+    from types import SimpleNamespace
+
+    from console.config import HostProfile, SSHProfile
+    from console.experiments.baseline import available_orders
+
+    here = SimpleNamespace(profile=HostProfile(name="local", engine="builtin"))
+    remote = SimpleNamespace(profile=HostProfile(name="gpu", engine="sglang",
+                                                 ssh=SSHProfile(destination="gpu")))  # fmt: skip
+    quick = profile_from_blocks("h", "builtin", "f", _blocks()[:2], [9.0])
+    slow = profile_from_blocks("h", "sglang", "f", _blocks()[:2], [700.0])
+    assert available_orders(here, quick) == ["side-by-side", "A-B-A-B", "A-B"]
+    assert available_orders(remote, slow) == ["A-B", "A-B-A-B"]
+    assert available_orders(remote, None) == ["A-B", "A-B-A-B"]
+    assert choose_order(None, None, None, side_by_side=True) == "side-by-side"
