@@ -149,7 +149,10 @@ class NoiseProfile:
         )
         restart = self.restart_time
         if restart is not None:
-            out.append(f"  restart to ready: {restart:.1f} s -> default order {self.order()}")
+            out.append(
+                f"  restart to ready: {restart:.1f} s -> across restarts, the default "
+                f"order is {self.order()} (side by side where the host holds both)"
+            )
         return out + [f"  {n}" for n in self.notes]
 
     def as_dict(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def test_a_profile_measures_each_restarts_shift_and_the_spread() -> None:
     assert drift.measured and drift.term(2.576) == pytest.approx(2.576 * profile.shift_sd)
     assert "calibrated on local" in drift.source and "2 restart(s)" in drift.source
     lines = "\n".join(profile.lines())
-    assert "+5.0%" in lines and "default order A-B-A-B" in lines
+    assert "+5.0%" in lines and "the default order is A-B-A-B" in lines
 
 
 def test_noisy_requests_show_their_spread() -> None:
@@ -97,3 +97,23 @@ def test_the_orders_a_host_offers_put_its_default_first() -> None:
     assert available_orders(remote, slow) == ["A-B", "A-B-A-B"]
     assert available_orders(remote, None) == ["A-B", "A-B-A-B"]
     assert choose_order(None, None, None, side_by_side=True) == "side-by-side"
+
+
+def test_side_by_side_starts_b_passive_on_its_own_port_with_the_new_flags() -> None:
+    from types import SimpleNamespace
+
+    from console.config import HostProfile, LaunchProfile
+    from console.experiments.side_by_side import can_run_side_by_side, second_profile
+
+    a = HostProfile(name="local", engine="builtin", port=30000,
+                    launch=LaunchProfile(python="/usr/bin/python3", env={"X": "1"}))  # fmt: skip
+    service = SimpleNamespace(profile=a)
+    b = second_profile(service, {"port": 30000, "tool-call-parser": "qwen25"}, "/tmp/b")
+    assert b.port != a.port and b.state_dir == "/tmp/b" and b.name == "local-side-b"
+    assert b.flags == {"tool-call-parser": "qwen25"}  # the port is B's own
+    assert b.launch.env == {"X": "1", "OMP_WAIT_POLICY": "PASSIVE"}  # idle B never spins
+    assert a.launch.env == {"X": "1"}  # A's profile untouched
+    assert can_run_side_by_side(service)
+    assert not can_run_side_by_side(
+        SimpleNamespace(profile=a.model_copy(update={"engine": "vllm"}))
+    )
