@@ -18,7 +18,7 @@ from console.analysis.comparison import FigurePair
 from console.analysis.noise_profile import Drift
 from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
-from console.analysis.same_point import SamePointVerdict, judge_same_point
+from console.analysis.same_point import SamePointVerdict, factor_sentence, judge_same_point
 
 if TYPE_CHECKING:
     from console.measure.methods import MethodResult
@@ -50,6 +50,8 @@ class BaselineRow:
         """The factors whose change is a finding, with their intervals, or a sentence
         saying none is."""
         found = [f"{label} {pair.change_text()}" for label, pair in self.factors]
+        if self.verdict is not None and len(found) <= 1:
+            return factor_sentence(self.verdict)  # the one factor, and what it means
         return ", ".join(found) or "neither factor moved beyond noise"
 
     def as_dict(self) -> dict[str, Any]:
