@@ -297,28 +297,18 @@ async def apply_with_baseline(
     for note in points.notes:
         session.note(f"baseline: {note}")
     calibrated = False
-    chosen = choose_order(order, bracket, None, side_by_side=can_run_side_by_side(service))
-    if chosen == "side-by-side":
-        if order == "side-by-side" and not can_run_side_by_side(service):
-            raise MeasureError("Side by side needs the bundled engine on this machine; use "
-                               "--order A-B or A-B-A-B.")  # fmt: skip
-        before, after, result = await side_by_side(
-            service, plan, points, timeout=timeout, target=target, store=store,
-            on_note=session.note,
-        )  # fmt: skip
-        drift = Drift.none("side-by-side")
-        rows = baseline_comparison(before, after, drift=drift) if after is not None else []
-        return BaselineApply(result, before, after, rows, order="side-by-side", drift=drift,
-                             notes=_noise_notes(before=before, after=after))  # fmt: skip
-    if noise is None:
+    if noise is None:  # the host's profile; measured first when it has none (said so)
         noise = await noise_for(service, store, plan=points, calibrate_if_missing=False)
         if noise is None and calibrate and store is not None:
             noise = await noise_for(service, store, plan=points, timeout=timeout,
                                     on_note=session.note)  # fmt: skip
             calibrated = noise is not None
-    chosen = choose_order(order, bracket, noise)
+    chosen = choose_order(order, bracket, noise, side_by_side=can_run_side_by_side(service))
     drift = noise.drift(chosen) if noise is not None else Drift.none(chosen)
-    if chosen == "A-B-A-B":
+    if chosen == "side-by-side":
+        done = await _side_by_side(session, service, plan, points, timeout=timeout,
+                                   target=target, store=store)  # fmt: skip
+    elif chosen == "A-B-A-B":
         done = await _bracketed(session, service, plan, points, timeout=timeout, target=target,
                                 drift=drift)  # fmt: skip
     else:
@@ -328,6 +318,29 @@ async def apply_with_baseline(
     if calibrated:
         done.notes.insert(0, "calibrated first: no noise profile for this host and flags")
     return done
+
+
+async def _side_by_side(
+    session: MeasureSession,
+    service: EngineService,
+    plan: FlagPlan,
+    points: BaselinePlan,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    store: RunStore | None,
+) -> BaselineApply:
+    if not can_run_side_by_side(service):
+        raise MeasureError("Side by side needs the bundled engine on this machine; use "
+                           "--order A-B or A-B-A-B.")  # fmt: skip
+    before, after, result = await side_by_side(
+        service, plan, points, timeout=timeout, target=target, store=store,
+        on_note=session.note,
+    )  # fmt: skip
+    drift = Drift.none("side-by-side")
+    rows = baseline_comparison(before, after, drift=drift) if after is not None else []
+    return BaselineApply(result, before, after, rows, order="side-by-side",
+                         notes=_noise_notes(before=before, after=after))  # fmt: skip
 
 
 async def _a_then_b(
