@@ -2,27 +2,29 @@
 
 An operator who changes the draft window or the tree budget wants to know what it did to
 decode throughput, and which factor moved: commit length (the drafter and tree) or step
-time (the work per round). `apply_with_baseline` runs a fixed baseline, applies the
-change (restart, follow to ready), runs the same baseline again, and lines the two up.
+time (the work per round). `apply_with_baseline` measures the baseline's points on both
+configurations, applies the change, and lines the two up (`baseline_rows`).
 `specconsole set --baseline` and the TUI's apply both call it.
 
-Every figure is pooled over each side's requests (sum of tokens / sum of steps / sum of
-decode time), so tok/s = commit / step on every row, and carries a bootstrap interval;
-each change carries the interval of its ratio, and only a change whose interval excludes
-"no change" is a finding (`measure.intervals`). Each side repeats until its points' tok/s
-intervals are within the target (`measure.sample_size`), and the after side reads at
-least the passages the before side read, so the two pair up prompt by prompt.
+Both sides go through the one comparison protocol (`analysis.pairing`): whole rounds of
+every passage of every point (`analysis.sample_size`), the after side exactly the rounds
+of the same passages the before side read, balanced and paired by passage, so commit is
+exact under greedy decoding and every interval holds timing noise plus, across a restart,
+the host's measured drift (`experiments.calibrate`: measured first when the host has no
+noise profile, and said so).
 
-The order in time, and what it costs:
-  A-B (default)    the before block, the restart, the after block. Within each block the
-                   text types and contexts take turns, so drift inside a block spreads
-                   over its points; drift between the blocks (minutes apart) does not
-                   cancel and reads as a change. One restart, the one the change needs.
-  A-B-A-B (bracket) half the before block, the restart into B, the after block, back to
-                   A through the last-good config (a rollback), the other half of A, and
-                   B again. A's requests sit on both sides of B's in time, so a drift
-                   that is linear over the run cancels in A / B. Two extra restarts (on
-                   a big model, minutes each); the flags end as asked, with A as last-good.
+The order in time (`order`; "auto" picks the first that applies):
+  side by side     B as a second engine process with the new flags beside A, every
+                   request on A followed by the same one on B; drift cancels in each pair.
+                   Where the host holds both (the bundled engine on this machine); then
+                   the change is applied to the service (one restart).
+  A-B-A-B          half the before rounds, the restart into B, B's rounds, back to A
+                   through the last-good config, the other half of A, and B again. A
+                   drift linear in time cancels; a quarter of the block-to-block variance
+                   is left (in the interval). The default when the measured restart is
+                   under a minute; two extra restarts.
+  A-B              the before block, the restart, the after block: the whole measured
+                   block-to-block drift is in every time interval. One restart.
 """
 
 from __future__ import annotations
