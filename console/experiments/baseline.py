@@ -20,7 +20,7 @@ The order in time (`order`; "auto" picks the first that applies):
                    the change is applied to the service (one restart).
   A-B-A-B          half the before rounds, the restart into B, B's rounds, back to A
                    through the last-good config, the other half of A, and B again. A
-                   drift linear in time cancels; a quarter of the block-to-block variance
+                   drift linear in time cancels; three quarters of A-B's drift variance
                    is left (in the interval). The default when the measured restart is
                    under a minute; two extra restarts.
   A-B              the before block, the restart, the after block: the whole measured

@@ -9,9 +9,9 @@ paired interval (`pairing`) holds timing noise alone. No restart sits between th
 
 Two processes share the host's cores: the idle one must cost the busy one nothing, so
 B's OpenMP threads sleep when idle (OMP_WAIT_POLICY=PASSIVE) instead of spinning; A is
-the running service, started with the profile's env (the builtin default is passive too,
-see `backends.builtin`). Afterwards B is stopped and the change is applied to A as asked
-(one restart), so the flags end as with every other order.
+the running service, started with the profile's env (the bundled engine waits passively
+by default: engine/serve/cpu_threads.py). Afterwards B is stopped and the change is
+applied to A as asked (one restart), so the flags end as with every other order.
 """
 
 from __future__ import annotations
