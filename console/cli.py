@@ -16,6 +16,7 @@ import textwrap
 
 from console.commands import bench as bench_commands
 from console.commands import breakeven as breakeven_commands
+from console.commands import calibrate as calibrate_commands
 from console.commands import gpu as gpu_commands
 from console.commands import history as history_commands
 from console.commands import hosts as hosts_commands
@@ -37,7 +38,7 @@ from console.commands.base import (
 from console.commands.baseline_options import baseline_options, baseline_overrides
 from console.commands.measure import add_sample_options, sample_target
 from console.errors import ConsoleError, ServiceError
-from console.experiments.baseline import apply_with_baseline
+from console.experiments.baseline import ORDERS, apply_with_baseline
 from console.service import EngineService, LifecycleEvent
 from console.service.flag_view import read_flag_view, value_text
 from console.service.flags import parse_assignments
@@ -209,7 +210,7 @@ async def cmd_set(args: argparse.Namespace) -> int:
             done = await apply_with_baseline(
                 service, plan, timeout=args.timeout, store=RunStore.default(),
                 on_note=lambda t: err(f"  {t}"), target=sample_target(args),
-                bracket=args.bracket, overrides=overrides,
+                order=args.order, overrides=overrides, calibrate=not args.no_calibrate,
             )  # fmt: skip
             result = done.result
         else:
@@ -317,10 +318,21 @@ def _register_service_commands(host_command: HostCommand) -> None:
         help="run a short fixed baseline before and after, and show the change side by side",
     )
     p.add_argument(
-        "--bracket", action="store_true",
-        help="with --baseline: measure A-B-A-B (half the before requests after the change, "
-        "via the last-good flags) so drift cancels; costs two extra restarts",
+        "--bracket", action="store_const", const="A-B-A-B", dest="order",
+        help="with --baseline: --order A-B-A-B",
     )  # fmt: skip
+    p.add_argument(
+        "--order", choices=ORDERS, default="auto",
+        help="with --baseline: A-B (one restart; the host's measured drift in every "
+        "interval), A-B-A-B (half the before requests after the change, via the last-good "
+        "flags: linear drift cancels; two extra restarts), or auto (default: A-B-A-B when "
+        "the host's measured restart is under a minute)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="with --baseline: without a stored noise profile, do not measure one first",
+    )
     p.add_argument("--repeat", type=int, help="with --baseline: exactly this many repeats")
     add_sample_options(p)
     p.add_argument("--json", action="store_true", help="the outcome (and comparison) as JSON")
@@ -364,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     modules = (
         hosts_commands, measure_commands, live_commands, history_commands, ui_commands,
         web_commands, gpu_commands, breakeven_commands, bench_commands,
+        calibrate_commands,
     )  # fmt: skip
     for module in modules:
         module.register(sub, host_command)

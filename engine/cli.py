@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "serve":
+        from engine.serve.cpu_threads import apply_cpu_defaults
+
+        apply_cpu_defaults()  # before torch loads: its OpenMP runtime reads these once
         from engine.serve.launch import main as serve_main
 
         return serve_main(rest)

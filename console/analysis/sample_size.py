@@ -2,7 +2,8 @@
 
 A fixed repeat count is either wasted on a quiet host or too few on a busy one (the same
 2-core host gave per-request tok/s from 365 to 574 at one point). So a measurement takes
-at least `min_repeat` rounds, then keeps going, round by round, for the points whose
+at least `min_repeat` requests per point (in whole rounds of its passages), then keeps
+going, round by round, for the points whose
 pooled tok/s interval is still wider than `target_rel` (relative half-width: 0.05 reads
 "± 5%"), up to `max_repeat`. A point that did not get there is shown anyway, with its
 wider interval, and one sentence says the host was too noisy for the target.
@@ -14,8 +15,11 @@ steps on a passage every time, and the interval, taken within passages
 repeat would add the passage-to-passage spread in commit (±15-30% on the bundled pair),
 which no number of repeats narrows and which a before/after on the same passages cancels.
 
-A round visits every unfinished point once, text types and contexts in turn, never all
-repeats of one point in a row: drift on a shared machine (another job starting, a
+A round reads every passage of every unfinished point once, passage by passage with the
+text types and contexts in turn, never all repeats of one point in a row, and a point is
+only judged (stopped or continued) after a whole round: stopping mid-round would leave one
+passage read more often than another, and the two sides of a comparison pooling their
+passages in different proportions: drift on a shared machine (another job starting, a
 thermal limit) then spreads over all points of the block instead of biasing one.
 """
 
@@ -25,7 +29,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.analysis.intervals import pooled_figures
+from console.analysis.intervals import usable
+from console.analysis.pairing import side_figures
 from console.analysis.records import RequestSample
 
 TARGET_REL = 0.05
@@ -70,6 +75,15 @@ class SampleTarget:
         return index % self.passages if self.passages else index
 
     @property
+    def min_rounds(self) -> int:
+        """The least whole rounds (every passage once per round) that give `min_repeat`."""
+        return -(-self.min_repeat // (self.passages or 1))
+
+    @property
+    def max_rounds(self) -> int:
+        return max(self.min_rounds, -(-self.max_repeat // (self.passages or 1)))
+
+    @property
     def adaptive(self) -> bool:
         return self.target_rel > 0 and self.max_repeat > self.min_repeat
 
@@ -87,16 +101,18 @@ def point_of(sample: RequestSample) -> Point:
 
 
 def rel_half_width(samples: Sequence[RequestSample]) -> float | None:
-    """The pooled tok/s interval's relative half-width; None without a usable request."""
-    figures = pooled_figures(samples)
-    return figures.tok_s.rel_half_width if figures else None
+    """The tok/s interval's relative half-width, balanced over passages and taken within
+    them (`pairing.side_figures`); None without a usable request."""
+    figures = side_figures(samples)
+    return figures["decode_tok_s"].rel_half_width if figures else None
 
 
 def narrow_enough(samples: Sequence[RequestSample], target: SampleTarget) -> bool:
-    figures = pooled_figures(samples)
-    if figures is None or figures.n < min(MIN_FOR_INTERVAL, target.max_repeat):
+    figures = side_figures(samples)
+    n = len(usable(samples))
+    if figures is None or n < min(MIN_FOR_INTERVAL, target.max_repeat):
         return False
-    return figures.tok_s.rel_half_width <= target.target_rel
+    return figures["decode_tok_s"].rel_half_width <= target.target_rel
 
 
 @dataclass
@@ -160,30 +176,41 @@ async def measure_until_narrow(
     first_index: int = 0,
     min_rounds: int | None = None,
     max_rounds: int | None = None,
+    rounds: dict[Point, int] | None = None,
 ) -> SampleSize:
-    """Rounds over `points` (`measure(point, index)` takes one request) until each point's
-    tok/s interval, over `prior` and this block's own requests, is narrow enough.
+    """Whole rounds over `points` (`measure(point, index)` takes one request; a round reads
+    every passage of every open point once) until each point's tok/s interval, over
+    `prior` and this block's own requests, is narrow enough. A point is judged only after
+    a whole round, so it never stops with one passage read more often than another.
 
     `first_index` numbers the prompts (a point's n-th request reads passage
-    `first_index + n`), so a block that continues another one reads new passages;
-    `min_rounds` / `max_rounds` override the target's for this block (a bracket's halves)."""
-    low = target.min_repeat if min_rounds is None else min_rounds
-    high = target.max_repeat if max_rounds is None else max_rounds
+    `first_index + n`); `min_rounds` / `max_rounds` override the target's round counts
+    for this block; `rounds` fixes each point's count (the after side of a comparison
+    reads exactly what the before side read)."""
+    low = target.min_rounds if min_rounds is None else min_rounds
+    high = target.max_rounds if max_rounds is None else max_rounds
+    if rounds is not None:
+        high = max(rounds.values(), default=0)
+    per_round = target.passages or 1
     mine: dict[Point, list[RequestSample]] = {p: [] for p in points}
     size = SampleSize(target)
     before = {p: [s for s in prior if point_of(s) == p] for p in points}
-    open_points = list(points)
+    open_points = [p for p in points if rounds is None or rounds.get(p, 0) > 0]
     done_rounds = 0
     while open_points and done_rounds < high:
-        for point in list(open_points):
-            sample = await measure(point, first_index + done_rounds)
-            if sample is not None:
-                mine[point].append(sample)
+        for j in range(per_round):
+            for point in list(open_points):
+                sample = await measure(point, first_index + done_rounds * per_round + j)
+                if sample is not None:
+                    mine[point].append(sample)
         done_rounds += 1
-        for point in points:
-            size.rounds[point] = size.rounds.get(point, 0) + (point in open_points)
-        if done_rounds >= low and target.target_rel > 0:
+        for point in open_points:
+            size.rounds[point] = size.rounds.get(point, 0) + 1
+        if rounds is not None:
+            open_points = [p for p in open_points if size.rounds[p] < rounds.get(p, 0)]
+        elif done_rounds >= low and target.target_rel > 0:
             open_points = [p for p in open_points if not narrow_enough(before[p] + mine[p], target)]
     for point in points:
+        size.rounds.setdefault(point, 0)
         size.rel[point] = rel_half_width(before[point] + mine[point])
     return size

@@ -18,7 +18,7 @@ from console.analysis.format import table
 from console.analysis.records import RUN_KINDS
 from console.commands.base import HostCommand, Parser, err
 from console.commands.gpu import gpu_table
-from console.experiments.explain import explain_runs
+from console.experiments.explain import drift_for_runs, explain_runs
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
 from console.store.compare_text import comparison_lines
 from console.store.runs import RUN_STATUSES
@@ -145,7 +145,8 @@ async def cmd_history_show(args: argparse.Namespace) -> int:
 async def cmd_history_compare(args: argparse.Namespace) -> int:
     with closing(RunStore.default()) as store:
         a, b = await store.run(args.id_a), await store.run(args.id_b)
-    result = compare(a, b)
+        drift = await drift_for_runs(store, a, b)
+    result = compare(a, b, drift=drift)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
         return 0

@@ -2,42 +2,51 @@
 
 An operator who changes the draft window or the tree budget wants to know what it did to
 decode throughput, and which factor moved: commit length (the drafter and tree) or step
-time (the work per round). `apply_with_baseline` runs a fixed baseline, applies the
-change (restart, follow to ready), runs the same baseline again, and lines the two up.
+time (the work per round). `apply_with_baseline` measures the baseline's points on both
+configurations, applies the change, and lines the two up (`baseline_rows`).
 `specconsole set --baseline` and the TUI's apply both call it.
 
-Every figure is pooled over each side's requests (sum of tokens / sum of steps / sum of
-decode time), so tok/s = commit / step on every row, and carries a bootstrap interval;
-each change carries the interval of its ratio, and only a change whose interval excludes
-"no change" is a finding (`measure.intervals`). Each side repeats until its points' tok/s
-intervals are within the target (`measure.sample_size`), and the after side reads at
-least the passages the before side read, so the two pair up prompt by prompt.
+Both sides go through the one comparison protocol (`analysis.pairing`): whole rounds of
+every passage of every point (`analysis.sample_size`), the after side exactly the rounds
+of the same passages the before side read, balanced and paired by passage, so commit is
+exact under greedy decoding and every interval holds timing noise plus, across a restart,
+the host's measured drift (`experiments.calibrate`: measured first when the host has no
+noise profile, and said so).
 
-The order in time, and what it costs:
-  A-B (default)    the before block, the restart, the after block. Within each block the
-                   text types and contexts take turns, so drift inside a block spreads
-                   over its points; drift between the blocks (minutes apart) does not
-                   cancel and reads as a change. One restart, the one the change needs.
-  A-B-A-B (bracket) half the before block, the restart into B, the after block, back to
-                   A through the last-good config (a rollback), the other half of A, and
-                   B again. A's requests sit on both sides of B's in time, so a drift
-                   that is linear over the run cancels in A / B. Two extra restarts (on
-                   a big model, minutes each); the flags end as asked, with A as last-good.
+The order in time (`order`; "auto" picks the first that applies):
+  side by side     B as a second engine process with the new flags beside A, every
+                   request on A followed by the same one on B; drift cancels in each pair.
+                   Where the host holds both (the bundled engine on this machine); then
+                   the change is applied to the service (one restart).
+  A-B-A-B          half the before rounds, the restart into B, B's rounds, back to A
+                   through the last-good config, the other half of A, and B again. A
+                   drift linear in time cancels; three quarters of A-B's drift variance
+                   is left (in the interval). The default when the measured restart is
+                   under a minute; two extra restarts.
+  A-B              the before block, the restart, the after block: the whole measured
+                   block-to-block drift is in every time interval. One restart.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from console.analysis import format as fmt
-from console.analysis.comparison import FigurePair, pooled_pairs
+from console.analysis.noise_profile import Drift, NoiseProfile
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget
 from console.config import BaselineProfile
+from console.experiments.baseline_rows import (
+    HEADERS,
+    BaselineRow,
+    baseline_comparison,
+    compare_samples,
+    comparison_lines,
+)
+from console.experiments.calibrate import noise_for
+from console.experiments.side_by_side import can_run_side_by_side, side_by_side
 from console.measure import methods
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureError, MeasureSession
@@ -45,6 +54,11 @@ from console.measure.session import MeasureError, MeasureSession
 if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
     from console.store import RunStore
+
+# The rows moved to `baseline_rows`; their names stay importable from here.
+__all__ = ["HEADERS", "BaselineApply", "BaselinePlan", "BaselineRow", "apply_with_baseline",
+           "available_orders", "baseline_comparison", "baseline_plan", "choose_order",
+           "compare_samples", "comparison_lines", "plan_for", "run_baseline"]  # fmt: skip
 
 # The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
 # context, and a long one at `long_fraction` of the engine's context length, since a change
@@ -126,6 +140,8 @@ async def run_baseline(
     prior: Sequence[RequestSample] = (),
     first_index: int = 0,
     min_rounds: int | None = None,
+    max_rounds: int | None = None,
+    rounds: dict[tuple[str, int], int] | None = None,
 ) -> MethodResult:
     """The baseline's points (`plan`, else the profile's), the same before and after a
     change; with `target`, repeated until each point's tok/s interval is narrow enough
@@ -143,138 +159,16 @@ async def run_baseline(
             prior=prior,
             first_index=first_index,
             min_rounds=min_rounds,
+            max_rounds=max_rounds,
+            rounds=rounds,
         )
-
-
-@dataclass(frozen=True)
-class BaselineRow:
-    """One baseline point (text type, context) before and after the change: each figure
-    pooled on both sides with its interval, and the interval of its change
-    (`FigurePair`: a = before, b = after)."""
-
-    text_type: str
-    context: int
-    decode_tok_s: FigurePair
-    commit_len: FigurePair
-    step_time_s: FigurePair
-    n_before: int = 0
-    n_after: int = 0
-
-    @property
-    def factors(self) -> list[tuple[str, FigurePair]]:
-        """The factors whose change is a finding (its interval excludes no change)."""
-        pairs = (("commit", self.commit_len), ("step time", self.step_time_s))
-        return [(label, pair) for label, pair in pairs if pair.finding]
-
-    @property
-    def moved(self) -> str:
-        """The factors whose change is a finding, with their intervals, or a sentence
-        saying none is."""
-        found = [f"{label} {pair.change_text()}" for label, pair in self.factors]
-        return ", ".join(found) or "neither factor moved beyond noise"
-
-    def as_dict(self) -> dict[str, Any]:
-        def side(pair: FigurePair) -> dict[str, Any]:
-            fraction = pair.change.fraction if pair.change else None
-            iv = pair.a_interval, pair.b_interval
-            return {
-                "before": pair.a,
-                "after": pair.b,
-                "change": fraction,
-                "before_interval": iv[0].as_dict() if iv[0] else None,
-                "after_interval": iv[1].as_dict() if iv[1] else None,
-                "change_interval": pair.moved.as_dict() if pair.moved else None,
-            }
-
-        return {
-            "text_type": self.text_type,
-            "context": self.context,
-            "n_before": self.n_before,
-            "n_after": self.n_after,
-            "decode_tok_s": side(self.decode_tok_s),
-            "commit_len": side(self.commit_len),
-            "step_time_s": side(self.step_time_s),
-            "moved": self.moved,
-            "factors_moved": [label for label, _ in self.factors],
-            "pooled": True,
-        }
-
-
-def compare_samples(
-    before: Sequence[RequestSample], after: Sequence[RequestSample], *, seed: int = 0
-) -> list[BaselineRow]:
-    """Per (text type, context) measured on both sides: the pooled figures and changes."""
-    groups: dict[tuple[str, int], tuple[list[RequestSample], list[RequestSample]]] = {}
-    for index, samples in enumerate((before, after)):
-        for s in samples:
-            groups.setdefault((s.text_type, s.context_tokens), ([], []))[index].append(s)
-    rows = []
-    for (text_type, context), (b, a) in sorted(groups.items()):
-        if not b or not a:
-            continue
-        pairs = pooled_pairs(b, a, seed=seed)
-        rows.append(
-            BaselineRow(
-                text_type=text_type,
-                context=context,
-                decode_tok_s=pairs["decode_tok_s"],
-                commit_len=pairs["commit_len"],
-                step_time_s=pairs["step_time_s"],
-                n_before=sum(1 for s in b if s.ok),
-                n_after=sum(1 for s in a if s.ok),
-            )
-        )
-    return rows
-
-
-def baseline_comparison(
-    before: MethodResult, after: MethodResult, *also_before: MethodResult
-) -> list[BaselineRow]:
-    """Per text type: tok/s, commit and step time before and after, and what moved.
-    `also_before`: further blocks of the before condition (a bracket's second half)."""
-    samples = list(before.samples) + [s for r in also_before for s in r.samples]
-    return compare_samples(samples, after.samples)
-
-
-HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which factor moved")
-
-
-def comparison_lines(rows: list[BaselineRow]) -> list[str]:
-    """The comparison as aligned text lines (the CLI prints them, the TUI shows them):
-    per point a row each for tok/s, commit and step time, pooled with [95% interval]."""
-    table_rows = []
-    for r in rows:
-        figures = (
-            ("tok/s", r.decode_tok_s, fmt.TOK_S),
-            ("commit", r.commit_len, fmt.COMMIT),
-            ("step ms", r.step_time_s, fmt.STEP_MS),
-        )
-        for i, (label, pair, figure) in enumerate(figures):
-            first = i == 0
-            table_rows.append(
-                (
-                    r.text_type if first else "",
-                    str(r.context) if first else "",
-                    label,
-                    fmt.interval(pair.a_interval, figure),
-                    fmt.interval(pair.b_interval, figure),
-                    pair.change_text(),
-                    f"{r.n_before}/{r.n_after}" if first else "",
-                    r.moved if first else "",
-                )
-            )
-    lines = fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
-    lines.append(
-        "  pooled per side (tokens / steps / decode time) [95% interval]; a change is a "
-        "finding only when its interval excludes no change"
-    )
-    return lines
 
 
 @dataclass
 class BaselineApply:
     """A change applied between baselines. `before_again` is the bracket's second half
-    of the before condition (None without `--bracket`)."""
+    of the before condition (None unless the order is A-B-A-B); `drift` the drift term
+    every time interval carries, with the order it was measured in."""
 
     result: ApplyResult
     before: MethodResult
@@ -283,17 +177,16 @@ class BaselineApply:
     before_again: MethodResult | None = None
     order: str = "A-B"
     notes: list[str] = field(default_factory=list)
+    drift: Drift = field(default_factory=Drift.none)
+    calibrated: bool = False  # a calibration ran first (no profile for this host and flags)
 
     def lines(self) -> list[str]:
-        """The comparison, the order it was measured in, and any note on sample size."""
+        """The comparison, the order it was measured in with the drift it carries, and any
+        note on sample size."""
         if not self.rows:
             return list(self.notes)
-        order = (
-            "measured A-B-A-B: half the before requests on each side of the after ones"
-            if self.order == "A-B-A-B"
-            else "measured A-B: the before block, the restart, the after block"
-        )
-        return [*comparison_lines(self.rows), f"  {order}", *(f"  {n}" for n in self.notes)]
+        return [*comparison_lines(self.rows), f"  {self.drift.text()}",
+                *(f"  {n}" for n in self.notes)]  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         def run_id(r: MethodResult | None) -> int | None:
@@ -302,6 +195,8 @@ class BaselineApply:
         return {
             "ok": self.result.ok,
             "order": self.order,
+            "drift": self.drift.as_dict(),
+            "calibrated": self.calibrated,
             "runs": {
                 "before": run_id(self.before),
                 "after": run_id(self.after),
@@ -321,10 +216,10 @@ class BaselineApply:
         }
 
 
-def _rounds(result: MethodResult) -> int:
-    """The most rounds any point of this block took."""
+def rounds_by_point(result: MethodResult) -> dict[tuple[str, int], int]:
+    """The whole rounds each point of this block took."""
     points = (result.figures.get("sample_size") or {}).get("points") or []
-    return max((p["rounds"] for p in points), default=0)
+    return {(p["text_type"], int(p["context"])): int(p["rounds"]) for p in points}
 
 
 def _noise_notes(**blocks: MethodResult | None) -> list[str]:
@@ -337,6 +232,39 @@ def _noise_notes(**blocks: MethodResult | None) -> list[str]:
     return notes
 
 
+ORDERS = ("auto", "A-B", "A-B-A-B", "side-by-side")
+
+
+def choose_order(
+    order: str | None,
+    bracket: bool | None,
+    noise: NoiseProfile | None,
+    *,
+    side_by_side: bool = False,
+) -> str:
+    """The order asked for; else side by side where the host holds both configurations
+    (`side_by_side`); else bracketing when the host's measured restart is cheap
+    (`NoiseProfile.order`); else A-B."""
+    if order not in (None, "auto"):
+        if order not in ORDERS:
+            raise MeasureError(f"Unknown order {order!r}; use one of {', '.join(ORDERS)}.")
+        return order
+    if bracket is not None:
+        return "A-B-A-B" if bracket else "A-B"
+    if side_by_side:
+        return "side-by-side"
+    return noise.order() if noise is not None else "A-B"
+
+
+def available_orders(service: EngineService, noise: NoiseProfile | None) -> list[str]:
+    """The orders this host can measure in, the default first (what the TUI offers):
+    side by side where it holds both configurations, then A-B-A-B and A-B (the cheaper
+    restart first)."""
+    restart = noise.order() if noise is not None else "A-B"
+    orders = ["A-B-A-B", "A-B"] if restart == "A-B-A-B" else ["A-B", "A-B-A-B"]
+    return (["side-by-side"] if can_run_side_by_side(service) else []) + orders
+
+
 async def apply_with_baseline(
     service: EngineService,
     plan: FlagPlan,
@@ -345,22 +273,88 @@ async def apply_with_baseline(
     store: RunStore | None = None,
     on_note: Callable[[str], None] | None = None,
     target: SampleTarget | None = None,
-    bracket: bool = False,
+    bracket: bool | None = None,
     baseline: BaselinePlan | None = None,
     overrides: dict[str, Any] | None = None,
+    order: str | None = None,
+    noise: NoiseProfile | None = None,
+    calibrate: bool = True,
 ) -> BaselineApply:
-    """Baseline, apply (restart and follow to ready), baseline again; compare. With
-    `bracket`, A-B-A-B as the module says. `target` defaults to `SampleTarget()`. The
-    points (`baseline`, or the profile's `[baseline]` with `overrides`: contexts, output,
-    text_types) are fixed before the change, so both sides measure the same ones."""
+    """Baseline, apply (restart and follow to ready), baseline again; compare under the
+    protocol (`pairing`): the after side reads exactly the rounds of the same passages
+    the before side read, and every time interval carries the host's drift.
+
+    Side by side (`side_by_side`: B as a second engine process, interleaved request by
+    request, drift cancelling in each pair) is the default where the host can hold both
+    (the bundled engine on this machine); otherwise the drift comes from `noise`, else
+    the history's profile for this host and flags;
+    with none and `calibrate`, `specconsole calibrate`'s measurement runs first. The
+    order is `order` ("A-B", "A-B-A-B"; None or "auto": bracketing when the measured
+    restart is under a minute, else A-B); `bracket` True / False forces one (the old
+    switch). The points (`baseline`, or the profile's `[baseline]` with `overrides`) are
+    fixed before the change, so both sides measure the same ones."""
     target = target or SampleTarget()
     session = MeasureSession(service, store=store, on_note=on_note)
     points = baseline or await plan_for(session, **(overrides or {}))
     for note in points.notes:
         session.note(f"baseline: {note}")
-    if bracket:
-        return await _bracketed(session, service, plan, points, timeout=timeout, target=target)
+    calibrated = False
+    if noise is None:  # the host's profile; measured first when it has none (said so)
+        noise = await noise_for(service, store, plan=points, calibrate_if_missing=False)
+        if noise is None and calibrate and store is not None:
+            noise = await noise_for(service, store, plan=points, timeout=timeout,
+                                    on_note=session.note)  # fmt: skip
+            calibrated = noise is not None
+    chosen = choose_order(order, bracket, noise, side_by_side=can_run_side_by_side(service))
+    drift = noise.drift(chosen) if noise is not None else Drift.none(chosen)
+    if chosen == "side-by-side":
+        done = await _side_by_side(session, service, plan, points, timeout=timeout,
+                                   target=target, store=store)  # fmt: skip
+    elif chosen == "A-B-A-B":
+        done = await _bracketed(session, service, plan, points, timeout=timeout, target=target,
+                                drift=drift)  # fmt: skip
+    else:
+        done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
+                               drift=drift)  # fmt: skip
+    done.drift, done.calibrated = drift, calibrated
+    if calibrated:
+        done.notes.insert(0, "calibrated first: no noise profile for this host and flags")
+    return done
 
+
+async def _side_by_side(
+    session: MeasureSession,
+    service: EngineService,
+    plan: FlagPlan,
+    points: BaselinePlan,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    store: RunStore | None,
+) -> BaselineApply:
+    if not can_run_side_by_side(service):
+        raise MeasureError("Side by side needs the bundled engine on this machine; use "
+                           "--order A-B or A-B-A-B.")  # fmt: skip
+    before, after, result = await side_by_side(
+        service, plan, points, timeout=timeout, target=target, store=store,
+        on_note=session.note,
+    )  # fmt: skip
+    drift = Drift.none("side-by-side")
+    rows = baseline_comparison(before, after, drift=drift) if after is not None else []
+    return BaselineApply(result, before, after, rows, order="side-by-side",
+                         notes=_noise_notes(before=before, after=after))  # fmt: skip
+
+
+async def _a_then_b(
+    session: MeasureSession,
+    service: EngineService,
+    plan: FlagPlan,
+    points: BaselinePlan,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    drift: Drift,
+) -> BaselineApply:
     contexts = ",".join(str(c) for c in points.contexts)
     session.note(f"baseline before the change (contexts {contexts}, {points.output} tokens, "
                  f"{','.join(points.text_types)}) ...")  # fmt: skip
@@ -368,11 +362,10 @@ async def apply_with_baseline(
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None)
-    session.note("baseline after the change ...")
-    # At least the rounds the before block took: the same passages on both sides.
-    after = await run_baseline(session, points, target=target, min_rounds=_rounds(before) or None)
+    session.note("baseline after the change (the same rounds of the same passages) ...")
+    after = await run_baseline(session, points, target=target, rounds=rounds_by_point(before))
     return BaselineApply(
-        result, before, after, baseline_comparison(before, after),
+        result, before, after, baseline_comparison(before, after, drift=drift),
         notes=_noise_notes(before=before, after=after),
     )  # fmt: skip
 
@@ -385,38 +378,37 @@ async def _bracketed(
     *,
     timeout: float,
     target: SampleTarget,
+    drift: Drift,
 ) -> BaselineApply:
-    """A (half), apply B, B, roll back to A (last-good), A (the rest), apply B again."""
-    half = math.ceil(target.max_repeat / 2)
-    first = dataclasses.replace(target, max_repeat=half, min_repeat=min(target.min_repeat, half))
+    """A (half the rounds), apply B, B (all its rounds), roll back to A (last-good), A
+    (the other half: A's rounds then equal B's), apply B again."""
+    half = max(1, math.ceil(target.max_rounds / 2))
     session.note("baseline before the change, first half ...")
-    before = await run_baseline(session, points, target=first)
-    k = _rounds(before)
+    first = min(target.min_rounds, half)
+    before = await run_baseline(session, points, target=target, min_rounds=first, max_rounds=half)
+    k = rounds_by_point(before)
     result = await service.apply(plan, timeout=timeout)
     if not result.ok:
         return BaselineApply(result, before, None, order="A-B-A-B")
     session.note("baseline after the change ...")
-    after = await run_baseline(
-        session, points, target=target, min_rounds=min(2 * k, target.max_repeat)
-    )
-    m = _rounds(after)
+    least = min(max(2 * max(k.values(), default=1), target.min_rounds), target.max_rounds)
+    after = await run_baseline(session, points, target=target, min_rounds=least)
+    m = rounds_by_point(after)
     session.note("back to the flags before the change (last-good) for the second half ...")
     back = await service.rollback(timeout=timeout)
     before_again = None
     if back.ok:
-        rest = max(1, m - k)
-        second = dataclasses.replace(
-            target, max_repeat=max(target.max_repeat - k, rest), min_repeat=rest
-        )
+        rest = {p: max(0, m.get(p, 0) - k.get(p, 0)) for p in m}
         before_again = await run_baseline(
-            session, points, target=second, prior=before.samples, first_index=k
-        )
+            session, points, target=target, prior=before.samples,
+            first_index=max(k.values(), default=0) * (target.passages or 1), rounds=rest,
+        )  # fmt: skip
     else:
         session.note(f"the flags before the change did not come back ({back.event.describe()})")
     session.note("applying the change again ...")
     result = await service.apply(plan, timeout=timeout)
     extra = (before_again,) if before_again is not None else ()
-    rows = baseline_comparison(before, after, *extra) if result.ok else []
+    rows = baseline_comparison(before, after, *extra, drift=drift) if result.ok else []
     return BaselineApply(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
         notes=_noise_notes(before=before, after=after, before_again=before_again),

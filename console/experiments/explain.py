@@ -1,8 +1,12 @@
 """Explain run B against run A from the history: the verdict without retyping numbers.
 
 A is the baseline, B the observed. Both are lined up point by point (text type, context)
-as `history compare` does; each pair gets `verdict.judge` with both sides' requests, so the
-observed and baseline figures carry their own intervals. Where the runs share no point
+as `history compare` does. A point both runs measured at the same context and text needs
+no model: it goes through the comparison protocol (`pairing.paired_figures`, paired by
+passage, the host's measured drift in the time intervals) and the verdict is the
+decomposition (`same_point`: commit moved, step time moved, or within noise). Any other
+pair gets `verdict.judge` with both sides' requests, so the observed and baseline figures
+carry their own intervals. Where the runs share no point
 but each measured one text type, that one pair is explained (context growth, a text
 change). The model is fitted from the newest sweep over at least two contexts on A's
 host with A's flags (the baseline's engine: the question is whether B behaves as that
@@ -12,11 +16,15 @@ engine would), else B's flags; never from a one-context baseline run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.intervals import usable
+from console.analysis.noise_profile import Drift
+from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
+from console.analysis.same_point import SamePointVerdict, judge_same_point
 from console.analysis.verdict import Judgement, Observed, Sweep, judge
 from console.errors import ConsoleError
 from console.store.runs import RunStore, StoredRun
@@ -34,7 +42,8 @@ class RunsExplained:
     b: StoredRun
     model_run: int | None  # the sweep run the model is fitted from; None when none fits
     model_from: str
-    pairs: tuple[tuple[str, Judgement], ...]  # (what is compared, its verdict)
+    pairs: tuple[tuple[str, Judgement | SamePointVerdict], ...]  # (what is compared, verdict)
+    drift: Drift = field(default_factory=Drift.none)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,14 +51,17 @@ class RunsExplained:
             "b": _header(self.b),
             "model_run": self.model_run,
             "model_from": self.model_from,
+            "drift": self.drift.as_dict(),
             "verdicts": [{"point": label, **j.as_dict()} for label, j in self.pairs],
         }
 
     def lines(self) -> list[str]:
+        modelled = any(not isinstance(j, SamePointVerdict) for _, j in self.pairs)
+        model = f"model from {self.model_from}" if modelled else (
+            "same context and text: no model needed")  # fmt: skip
         out = [
             f"run {self.b.id} ({self.b.info.kind}, flags {self.b.info.flags_hash}) against "
-            f"run {self.a.id} ({self.a.info.kind}, flags {self.a.info.flags_hash}); model from "
-            f"{self.model_from}"
+            f"run {self.a.id} ({self.a.info.kind}, flags {self.a.info.flags_hash}); {model}"
         ]
         for label, judged in self.pairs:
             out += ["", f"{label}:", *("  " + line for line in judged.text().splitlines())]
@@ -59,6 +71,20 @@ class RunsExplained:
 def _header(run: StoredRun) -> dict[str, Any]:
     return {"id": run.id, "kind": run.info.kind, "method": run.info.method,
             "host": run.info.host, "flags_hash": run.info.flags_hash}  # fmt: skip
+
+
+async def drift_for_runs(store: RunStore, a: StoredRun, b: StoredRun) -> Drift:
+    """The drift term two stored runs carry (two blocks, so A-B): the noise profile of A's
+    host with A's flags, else B's, else the host's newest (the source says which)."""
+    host = a.info.host
+    for flags in (a.info.flags_hash, b.info.flags_hash, None):
+        profile = await store.noise_profile(host, flags)
+        if profile is not None:
+            drift = profile.drift("A-B")
+            if flags is None:
+                drift = dataclasses.replace(drift, source=drift.source + ", other flags")
+            return drift
+    return Drift.none("A-B")
 
 
 def _points(run: StoredRun) -> dict[tuple[str, int], list[RequestSample]]:
@@ -106,8 +132,10 @@ async def model_sweep(store: RunStore, a: StoredRun, b: StoredRun) -> StoredRun 
 async def explain_runs(
     store: RunStore, a: StoredRun, b: StoredRun, *, seed: int = 0
 ) -> RunsExplained:
-    """The verdict on run B against run A, per point."""
+    """The verdict on run B against run A, per point: the decomposition where both
+    measured the same context and text, else the model's verdict."""
     pairs = pair_points(a, b)
+    drift = await drift_for_runs(store, a, b)
     model = await model_sweep(store, a, b)
     samples = model.requests if model is not None else ()
     sweep = Sweep(tuple(samples), a.info.host)
@@ -116,9 +144,22 @@ async def explain_runs(
         if model is not None
         else "no stored sweep over two contexts for these flags"
     )
-    judged = tuple(
-        (label, judge(sweep, Observed.from_requests(rb, source=f"run {b.id}"),
-                      Observed.from_requests(ra, source=f"run {a.id}"), seed=seed))
-        for label, ra, rb in pairs
-    )  # fmt: skip
-    return RunsExplained(a, b, model.id if model is not None else None, source, judged)
+    judged: list[tuple[str, Judgement | SamePointVerdict]] = []
+    for label, ra, rb in pairs:
+        same = _same_point(ra, rb)
+        paired = paired_figures(ra, rb, drift=drift) if same else None
+        if paired is not None:
+            judged.append((label, judge_same_point(paired, label)))
+            continue
+        observed = Observed.from_requests(rb, source=f"run {b.id}")
+        base = Observed.from_requests(ra, source=f"run {a.id}")
+        judged.append((label, judge(sweep, observed, base, seed=seed)))
+    return RunsExplained(
+        a, b, model.id if model is not None else None, source, tuple(judged), drift
+    )
+
+
+def _same_point(a: list[RequestSample], b: list[RequestSample]) -> bool:
+    """Both sides at one context and one text type, the same on both."""
+    points = {(s.text_type, s.context_tokens) for s in (*a, *b)}
+    return len(points) == 1

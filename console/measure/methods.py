@@ -127,6 +127,8 @@ async def context_sweep(
     prior: Sequence[RequestSample] = (),
     first_index: int = 0,
     min_rounds: int | None = None,
+    max_rounds: int | None = None,
+    rounds: dict[tuple[str, int], int] | None = None,
 ) -> MethodResult:
     """Fixed output, exact prompt lengths: step time against context, commit by text type.
 
@@ -136,7 +138,8 @@ async def context_sweep(
     With `target`, `repeat` is ignored: rounds go on until each point's pooled tok/s
     interval is narrow enough (`sample_size`), counting `prior` requests of the same
     points (an earlier block of the same condition); `first_index` numbers the passages
-    this block reads and `min_rounds` sets its least number of rounds."""
+    this block reads, `min_rounds` / `max_rounds` bound its whole rounds (every passage of
+    a point once per round) and `rounds` fixes them per point (`sample_size`)."""
     facts = await session.facts()
     for context in contexts:
         session.check_fits(facts, context, output_tokens)
@@ -154,7 +157,7 @@ async def context_sweep(
         params.update(sample_target=target.as_dict(), first_index=first_index)
     # Every context of a round before the next round; within a context, every type.
     points = [(kind, context) for context in contexts for kind in text_types]
-    total = len(points) * plan.max_repeat
+    total = len(points) * plan.max_rounds * (plan.passages or 1)
     await _warmup(session, text_types[0])
     async with session.run("context-sweep", params) as record:
         done = 0
@@ -172,8 +175,9 @@ async def context_sweep(
             return sample
 
         size = await measure_until_narrow(
-            points, measure, plan, prior=prior, first_index=first_index, min_rounds=min_rounds
-        )
+            points, measure, plan, prior=prior, first_index=first_index, min_rounds=min_rounds,
+            max_rounds=max_rounds, rounds=rounds,
+        )  # fmt: skip
         result = _result("context-sweep", record)
         result.figures["sample_size"] = size.as_dict()
         try:

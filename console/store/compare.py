@@ -14,11 +14,13 @@ listed, not compared. The flags diff says what was changed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.comparison import Change, FigurePair, pooled_pairs
 from console.analysis.intervals import bootstrap, changes_between
+from console.analysis.noise_profile import Drift
+from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
 from console.store.runs import StoredRun
 
@@ -121,6 +123,7 @@ class RunComparison:
     points: tuple[PointComparison, ...]
     only_a: tuple[Point, ...]
     only_b: tuple[Point, ...]
+    drift: Drift = field(default_factory=Drift.none)
 
     def as_dict(self) -> dict[str, Any]:
         """What `history compare --json` prints."""
@@ -131,13 +134,18 @@ class RunComparison:
             "points": [p.as_dict() for p in self.points],
             "only_a": [_point_dict(p) for p in self.only_a],
             "only_b": [_point_dict(p) for p in self.only_b],
+            "drift": self.drift.as_dict(),
         }
 
 
-def compare(a: StoredRun, b: StoredRun, *, seed: int = 0) -> RunComparison:
+def compare(
+    a: StoredRun, b: StoredRun, *, seed: int = 0, drift: Drift | None = None
+) -> RunComparison:
     """The figures of `b` against `a` per shared point, with ratio (b / a), its interval
     and percent change, plus the flags diff from `a` to `b`. Both runs need their samples
-    loaded."""
+    loaded. The figures go through the comparison protocol (`pairing.paired_figures`):
+    balanced and paired by passage, with `drift` (the host's, from its noise profile) in
+    every time interval; two runs are two blocks, so A-B."""
     for run in (a, b):
         if not run.samples_loaded:
             raise ValueError(f"run {run.id} was read without its samples; use RunStore.run()")
@@ -153,10 +161,11 @@ def compare(a: StoredRun, b: StoredRun, *, seed: int = 0) -> RunComparison:
                 text_type=point[1],
                 n_a=len(points_a[point]),
                 n_b=len(points_b[point]),
-                figures=point_figures(points_a[point], points_b[point], seed=seed),
+                figures=point_figures(points_a[point], points_b[point], seed=seed, drift=drift),
             )
             for point in shared
         ),
+        drift=drift or Drift.none(),
         only_a=tuple(sorted(points_a.keys() - shared, key=_point_order)),
         only_b=tuple(sorted(points_b.keys() - shared, key=_point_order)),
     )
@@ -172,11 +181,13 @@ def point_samples(run: StoredRun) -> dict[Point, list[RequestSample]]:
 
 
 def point_figures(
-    a: list[RequestSample], b: list[RequestSample], *, seed: int = 0
+    a: list[RequestSample], b: list[RequestSample], *, seed: int = 0, drift: Drift | None = None
 ) -> tuple[FigurePair, ...]:
-    """Each figure of `FIGURES` for one point of two runs: pooled tok/s, commit and step
-    time, and mean TTFT, each with intervals."""
-    pooled = pooled_pairs(a, b, seed=seed)
+    """Each figure of `FIGURES` for one point of two runs: tok/s, commit and step time
+    under the comparison protocol where the runs share passages (else pooled and
+    resampled on their own), and mean TTFT, each with intervals."""
+    paired = paired_figures(a, b, drift=drift)
+    pooled = paired.pairs if paired is not None else pooled_pairs(a, b, seed=seed)
     return (*(pooled[name] for name in FIGURES[:3]), _ttft_pair(a, b, seed=seed))
 
 

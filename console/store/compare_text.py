@@ -38,10 +38,12 @@ def comparison_lines(result: RunComparison) -> list[str]:
         headers = ("CONTEXT", "TEXT", "FIGURE", "A", "B", "CHANGE", "N A/B")
         lines.append(
             "per point measured by both runs, over unflagged samples: tok/s, commit and step "
-            "pooled (tokens / steps / decode time), TTFT the mean; [95% bootstrap interval]; "
-            "a change is a finding only when its interval excludes no change"
+            "pooled (tokens / steps / decode time) over the passages both read, paired by "
+            "passage, TTFT the mean; [95% interval]; a change is a finding only when its "
+            "interval excludes no change"
         )
         lines.append(fmt.table(headers, rows, right={0, 3, 4, 6}))
+        lines.append(result.drift.text())
     else:
         lines.append("No (context, text type) point was measured by both runs.")
     for side, only in (("A", result.only_a), ("B", result.only_b)):

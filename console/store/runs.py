@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 from console.analysis.gpu_sample import GpuSample
+from console.analysis.noise_profile import NoiseProfile
 from console.analysis.records import LiveSample, RequestSample, RunInfo, RunStatus
-from console.store import gpu_samples, schema
+from console.store import gpu_samples, noise_profiles, schema
 from console.store.errors import HistoryError
 from console.store.paths import default_history_path
 from console.store.run_writer import RunWriter, is_alive
@@ -320,6 +321,14 @@ class RunStore:
             return [LiveSample.from_dict(json.loads(r[0])) for r in rows]
 
         return await self._call(select)
+
+    async def add_noise_profile(self, profile: NoiseProfile) -> int:
+        """Store a host's measured noise (`specconsole calibrate`)."""
+        return await self._call(lambda db: noise_profiles.insert(db, profile))
+
+    async def noise_profile(self, host: str, flags_hash: str | None = None) -> NoiseProfile | None:
+        """The newest noise profile of `host` with these flags (any flags when None)."""
+        return await self._call(lambda db: noise_profiles.latest(db, host, flags_hash))
 
     def close(self) -> None:
         """Close the connection; a later call opens it again."""

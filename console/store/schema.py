@@ -14,6 +14,9 @@ Versions:
   4  each run's kind (baseline, sweep, breakeven, prompt, ...): a one-context baseline is
      a context sweep by method and must not be taken for the sweep a model is fitted from;
      older rows keep NULL and are read by their method and parameters
+  5  noise profiles: each host's measured request-to-request spread and block-to-block
+     shift across a restart, by flags (`specconsole calibrate`), so every comparison on
+     that host carries its drift
 """
 
 from __future__ import annotations
@@ -110,12 +113,27 @@ def _v4_run_kind(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_host_kind ON runs(host, kind, started_at)")
 
 
+def _v5_noise_profiles(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE noise_profiles (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            host TEXT NOT NULL,
+            engine TEXT NOT NULL,
+            flags_hash TEXT NOT NULL,
+            measured_at REAL NOT NULL,
+            profile_json TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX noise_profiles_host ON noise_profiles(host, flags_hash, measured_at)")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_runs_and_requests,
     _v2_live_and_writer,
     _v3_gpu_samples,
     _v4_run_kind,
+    _v5_noise_profiles,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

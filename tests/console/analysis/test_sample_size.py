@@ -31,11 +31,12 @@ async def test_a_quiet_point_stops_early_and_a_noisy_one_runs_to_the_cap() -> No
     measure, calls = _measurer({"quiet": 0.005, "noisy": 0.6})
     target = SampleTarget(target_rel=0.05, max_repeat=6, min_repeat=3)
     size = await measure_until_narrow([("quiet", 64), ("noisy", 64)], measure, target)
-    assert size.rounds == {("quiet", 64): 3, ("noisy", 64): 6}
+    # whole rounds of both passages: 3 requests at least is 2 rounds, 6 at most is 3
+    assert size.rounds == {("quiet", 64): 2, ("noisy", 64): 3}
     # round-robin while both are open: never all repeats of one point in a row
-    assert calls[:6] == [("quiet", 0), ("noisy", 0), ("quiet", 1), ("noisy", 1),
-                         ("quiet", 2), ("noisy", 2)]  # fmt: skip
-    assert calls[6:] == [("noisy", i) for i in range(3, 6)]
+    assert calls[:8] == [("quiet", 0), ("noisy", 0), ("quiet", 1), ("noisy", 1),
+                         ("quiet", 2), ("noisy", 2), ("quiet", 3), ("noisy", 3)]  # fmt: skip
+    assert calls[8:] == [("noisy", 4), ("noisy", 5)]
     assert size.rel[("quiet", 64)] <= 0.05 < size.rel[("noisy", 64)]
     assert not size.reached
     message = size.message()
@@ -44,7 +45,7 @@ async def test_a_quiet_point_stops_early_and_a_noisy_one_runs_to_the_cap() -> No
     assert "noisy at context 64" in message
     data = size.as_dict()
     assert data["reached"] is False and data["message"] == message
-    assert {p["text_type"]: p["rounds"] for p in data["points"]} == {"quiet": 3, "noisy": 6}
+    assert {p["text_type"]: p["rounds"] for p in data["points"]} == {"quiet": 2, "noisy": 3}
 
 
 async def test_fixed_repeats_ignore_the_intervals_and_prior_requests_count() -> None:
@@ -56,9 +57,9 @@ async def test_fixed_repeats_ignore_the_intervals_and_prior_requests_count() -> 
     prior = [dataclasses.replace(BASE, text_type="a", context_tokens=64)] * 3
     size = await measure_until_narrow(
         [("a", 64)], measure, SampleTarget(min_repeat=1, max_repeat=5), prior=prior,
-        first_index=3,
+        first_index=4,
     )  # fmt: skip
-    assert calls == [("a", 3)] and size.reached
+    assert calls == [("a", 4), ("a", 5)] and size.reached  # one whole round: both passages
 
 
 def test_a_target_refuses_nonsense() -> None:
@@ -66,3 +67,17 @@ def test_a_target_refuses_nonsense() -> None:
         SampleTarget(min_repeat=5, max_repeat=2)
     with pytest.raises(ValueError, match="0 or more"):
         SampleTarget(target_rel=-0.1)
+
+
+async def test_the_after_side_reads_exactly_the_rounds_the_before_side_read() -> None:
+    measure, calls = _measurer({"quiet": 0.005, "noisy": 0.6})
+    before = await measure_until_narrow(
+        [("quiet", 64), ("noisy", 64)], measure, SampleTarget(max_repeat=6)
+    )
+    measure, after_calls = _measurer({"quiet": 0.6, "noisy": 0.005}, seed=2)  # noise swapped
+    after = await measure_until_narrow(
+        [("quiet", 64), ("noisy", 64)], measure, SampleTarget(max_repeat=6), rounds=before.rounds
+    )
+    assert after.rounds == before.rounds == {("quiet", 64): 2, ("noisy", 64): 3}
+    # the same passages the same number of times on both sides
+    assert sorted(after_calls) == sorted(calls)

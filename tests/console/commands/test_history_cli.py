@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from console.analysis.noise_profile import NoiseProfile
 from console.analysis.records import LiveSample, RequestSample
 from console.store import RunStore
 from tests.console.factories import live_sample, request_sample, run_info
@@ -130,25 +131,44 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     assert "  --draft-window: 8 -> 16" in lines
     assert "  --chat-template: null -> (unset)" in lines
     tok_s = [line.split() for line in lines if " tok/s " in line]
-    # Pooled: 2 x 127 tokens over 127/100 + 127/110 s = 104.8 tok/s, with its interval; the
-    # outlier (900 tok/s) is flagged and left out. B has one request: no interval, so the
-    # +20% is not a finding, and the row says so.
+    # The protocol: only the passage both runs read (code-0, 100 tok/s in A) is compared;
+    # A's second passage has no partner in B. The outlier (900 tok/s) is flagged and left
+    # out. One pair is too few rounds to resample: the +26% is not a finding, and says so.
     first, second = tok_s
-    assert first[:4] == ["1024", "code", "tok/s", "104.8"] and first[4].startswith("[")
-    assert first[-1] == "2/1" and first[5:7] == ["126.0", "+20%"]
-    assert "(one request: no interval)" in " ".join(first)
+    assert first[:4] == ["1024", "code", "tok/s", "100.0"]
+    assert first[-1] == "2/1" and first[4:6] == ["126.0", "+26%"]
+    assert "(1 pairs: too few rounds to resample)" in " ".join(first)
     assert second[:5] == ["4096", "code", "tok/s", "80.0", "72.0"] and second[-1] == "1/1"
     assert any(line.startswith("per point measured by both runs") for line in lines)
     assert "only in B: 8192 code" in lines
+    assert any("no drift measured for this host" in line for line in lines)
 
     proc = history("compare", str(filled["a"]), str(filled["b"]), "--json")
     result = json.loads(proc.stdout)
     assert [p["context_tokens"] for p in result["points"]] == [1024, 4096]
     change = result["points"][0]["change"]["decode_tok_s"]
-    assert change["ratio"] == pytest.approx(126 / (254 / (1.27 + 1.27 / 1.1)))
-    assert change["finding"] is False and change["text"] == "+20% (one request: no interval)"
+    assert change["ratio"] == pytest.approx(126 / 100)
+    assert change["finding"] is False
+    assert change["text"] == "+26% (1 pairs: too few rounds to resample)"
+    assert result["drift"]["measured"] is False
     assert result["flags"]["changed"] == {"draft-window": [8, 16]}
     assert "no run 77" in one_sentence_error(history("compare", str(filled["a"]), "77"))
+
+
+async def test_compare_carries_the_hosts_measured_drift(filled: dict[str, int]) -> None:
+    store = RunStore()
+    try:
+        profile = NoiseProfile(host="gpu1", engine="builtin", flags_hash="x", points=(),
+                               shifts=(0.05, -0.03), restart_s=(8.0,))  # fmt: skip
+        await store.add_noise_profile(profile)
+    finally:
+        store.close()
+    proc = history("compare", str(filled["a"]), str(filled["b"]), "--json")
+    drift = json.loads(proc.stdout)["drift"]
+    assert drift["measured"] and drift["shift_sd"] == pytest.approx(profile.shift_sd)
+    assert "other flags" in drift["source"]  # calibrated with flags neither run had
+    text = history("compare", str(filled["a"]), str(filled["b"])).stdout
+    assert "change intervals include the host's drift ± " in text
 
 
 def test_export_csv_to_stdout_and_json_to_a_file(filled: dict[str, int], tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
                "--max-repeat", "4")  # fmt: skip
     assert out.returncode == 0, out.stderr
     table = out.stdout[out.stdout.index("which factor moved") :]
-    assert "\ncode " in table and "\nprose " in table and "measured A-B" in table
+    assert "\ncode " in table and "\nprose " in table and "measured side by side" in table
     # stored as baselines (never a verdict's model), with a long context near the limit
     baselines = json.loads(_cli("history", "list", "--kind", "baseline", "--json").stdout)
     assert len(baselines) == 2 and all(r["kind"] == "baseline" for r in baselines)

@@ -80,7 +80,7 @@ async def test_a_run_without_requests_cannot_be_explained() -> None:
     store.close()
 
 
-async def test_without_a_two_context_sweep_the_verdict_says_so() -> None:
+async def test_the_same_point_twice_needs_no_sweep() -> None:
     store = RunStore()
     rng = random.Random(1)
     a = await _run(store, "probe", requests("prose", 64, 4, rng=rng), 1.0)
@@ -88,7 +88,9 @@ async def test_without_a_two_context_sweep_the_verdict_says_so() -> None:
     await _run(store, "context-sweep", requests("prose", 256, 3, rng=rng), 3.0, kind="baseline")
     done = await explain_runs(store, await store.run(a), await store.run(b))
     assert done.model_run is None
-    assert done.pairs[0][1].outcome == "not enough evidence"
+    # the same context and text on both sides: no model needed, the decomposition decides
+    assert done.pairs[0][1].outcome == "within noise", done.pairs[0][1].text()
+    assert "no model needed" in done.lines()[0]
     store.close()
 
 
@@ -126,3 +128,28 @@ def test_runs_stored_before_kinds_are_read_by_method_and_parameters() -> None:
     assert run_kind("context-sweep", old) == "baseline"
     assert run_kind("context-sweep", {**old, "contexts": [64, 256]}) == "sweep"
     assert run_kind("probe", {}) == "prompt" and run_kind("breakeven") == "breakeven"
+
+
+async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> None:
+    # The case: same flags, context and passages, the engine restarted slower
+    # (+27% step time), commit exactly equal. Paired by passage with the host's drift, the
+    # verdict is the decomposition, not "not enough evidence: ± 48%".
+    from console.analysis.noise_profile import NoiseProfile
+    from tests.console.analysis.test_pairing import requests as passages
+
+    store = RunStore()
+    profile = NoiseProfile(host="gpu1", engine="builtin", flags_hash="x", points=(),
+                           shifts=(0.03,), restart_s=(5.0,))  # fmt: skip
+    await store.add_noise_profile(profile)
+    counts = {"easy": 3, "hard": 3}
+    a = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=1), 1.0)
+    b = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=2, slower=1.27), 2.0)
+    same = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=3), 3.0)
+    done = await explain_runs(store, await store.run(a), await store.run(b))
+    ((_label, verdict),) = done.pairs
+    assert verdict.outcome == "not physics" and verdict.factor == "step time", verdict.text()
+    assert "(the host or the engine got slower)" in verdict.headline
+    assert done.drift.measured and "no model needed" in done.lines()[0]
+    null = await explain_runs(store, await store.run(a), await store.run(same))
+    assert null.pairs[0][1].outcome == "within noise", null.pairs[0][1].text()
+    store.close()

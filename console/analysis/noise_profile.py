@@ -1,0 +1,196 @@
+"""A host's measured noise: request-to-request spread, and drift across a restart.
+
+Two figures decide how far apart two measurements of the same engine can read:
+- request-to-request spread: the relative SD of step time between requests of one passage
+  within one block, at a few points (text type, context); the paired interval already
+  measures this per comparison, the profile keeps it so a typed figure can carry it;
+- block-to-block shift: how far a whole block's step time moves from one block to the
+  next across a restart with unchanged flags (another process, another memory layout,
+  another job starting on the host). No number of requests inside a block narrows it, so
+  every A-B interval adds it (`Drift`).
+
+`specconsole calibrate HOST` measures both (console/experiments/calibrate.py) and the
+history keeps them by host and flags. Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.analysis.records import RequestSample
+
+Z95, Z99 = 1.96, 2.576
+# A restart this quick makes bracketing (A-B-A-B) worth its two extra restarts.
+CHEAP_RESTART_S = 60.0
+
+# How much of the block-to-block variance is left in a comparison, by order. With each
+# block carrying its own offset of variance s^2 (a shift between two blocks has variance
+# 2 s^2 = shift_sd^2): A-B leaves s^2 (1 + 1) = shift_sd^2; A-B-A (the before side pooled
+# from two blocks around the after one) leaves s^2 (1/2 + 1) = 0.75 shift_sd^2, and a drift
+# linear in time cancels outright; side by side (interleaved request by request) leaves
+# none of the time drift.
+ORDER_SHARE = {"A-B": 1.0, "A-B-A-B": 0.75, "side-by-side": 0.0}
+ORDER_TEXT = {
+    "A-B": "A-B: the before block, the restart, the after block",
+    "A-B-A-B": "A-B-A-B: half the before requests on each side of the after ones",
+    "side-by-side": "side by side: two engines, interleaved request by request",
+}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The drift term one comparison carries: the host's block-to-block shift SD (log
+    scale), the order the blocks were measured in, and where the shift came from."""
+
+    shift_sd: float
+    order: str = "A-B"
+    source: str = "no drift measured"
+    measured: bool = False
+
+    @classmethod
+    def none(cls, order: str = "A-B") -> Drift:
+        return cls(0.0, order, "no drift measured", measured=False)
+
+    def term(self, z: float = Z95) -> float:
+        """The half-width (log scale; 95% by default, `z` for another level) the drift
+        adds to a time figure's change."""
+        return z * self.shift_sd * math.sqrt(ORDER_SHARE.get(self.order, 1.0))
+
+    def text(self) -> str:
+        """One line for the output: which order, and the drift term in the intervals."""
+        order = ORDER_TEXT.get(self.order, self.order)
+        if self.order == "side-by-side":
+            return f"measured {order}: drift cancels; intervals hold timing noise"
+        if not self.measured:
+            return (f"measured {order}; no drift measured for this host: the intervals hold "
+                    "timing noise only (`specconsole calibrate HOST` measures it)")  # fmt: skip
+        return (f"measured {order}; change intervals include the host's drift "
+                f"± {self.term(Z99):.1%} ({self.source})")  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"shift_sd": self.shift_sd, "order": self.order, "source": self.source,
+                "measured": self.measured, "term": self.term(Z99), "level": 0.99}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PointNoise:
+    """Request-to-request spread of step time at one point: relative SD and requests."""
+
+    text_type: str
+    context: int
+    rel_sd: float
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text_type": self.text_type, "context": self.context,
+                "rel_sd": self.rel_sd, "n": self.n}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NoiseProfile:
+    """One host's measured noise with one set of flags."""
+
+    host: str
+    engine: str
+    flags_hash: str
+    points: tuple[PointNoise, ...]
+    shifts: tuple[float, ...]  # log(block i+1 / block i) of step time, one per restart
+    restart_s: tuple[float, ...]  # how long each restart took to ready
+    measured_at: float = field(default_factory=time.time)
+    notes: tuple[str, ...] = ()
+    # the part of each shift's square that the blocks' own request noise explains (its
+    # squared standard error): a comparison's paired interval already holds that part
+    shift_var_noise: tuple[float, ...] = ()
+
+    @property
+    def shift_sd(self) -> float:
+        """The drift's SD: the RMS of the measured shifts (a shift either way is drift)
+        less what the blocks' own timing noise explains, never below zero."""
+        if not self.shifts:
+            return 0.0
+        noise = statistics.fmean(self.shift_var_noise) if self.shift_var_noise else 0.0
+        return math.sqrt(max(0.0, statistics.fmean(d * d for d in self.shifts) - noise))
+
+    @property
+    def restart_time(self) -> float | None:
+        return statistics.median(self.restart_s) if self.restart_s else None
+
+    def order(self) -> str:
+        """Bracketing when a restart is cheap (under a minute), else A-B."""
+        restart = self.restart_time
+        return "A-B-A-B" if restart is not None and restart < CHEAP_RESTART_S else "A-B"
+
+    def drift(self, order: str | None = None) -> Drift:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.measured_at))
+        source = (f"calibrated on {self.host} {when} UTC, flags {self.flags_hash}, "
+                  f"{len(self.shifts)} restart(s)")  # fmt: skip
+        return Drift(self.shift_sd, order or self.order(), source, measured=True)
+
+    def spread_at(self, text_type: str, context: float) -> PointNoise | None:
+        """The measured point nearest `context` for this text type (else any type)."""
+        same = [p for p in self.points if p.text_type == text_type] or list(self.points)
+        return min(same, key=lambda p: abs(p.context - context), default=None)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.host}: noise profile for flags {self.flags_hash} ({self.engine})"]
+        for p in self.points:
+            out.append(f"  {p.text_type} at context {p.context}: request-to-request step "
+                       f"time ± {p.rel_sd:.1%} (1 SD, {p.n} requests)")  # fmt: skip
+        shifts = ", ".join(f"{math.expm1(d):+.1%}" for d in self.shifts) or "none"
+        out.append(
+            f"  block-to-block shift across a restart: {shifts}; beyond the blocks' own "
+            f"request noise a drift of {self.shift_sd:.1%} (1 SD; drift term "
+            f"± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
+        )
+        restart = self.restart_time
+        if restart is not None:
+            out.append(
+                f"  restart to ready: {restart:.1f} s -> across restarts, the default "
+                f"order is {self.order()} (side by side where the host holds both)"
+            )
+        return out + [f"  {n}" for n in self.notes]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host, "engine": self.engine, "flags_hash": self.flags_hash,
+            "points": [p.as_dict() for p in self.points], "shifts": list(self.shifts),
+            "restart_s": list(self.restart_s), "measured_at": self.measured_at,
+            "notes": list(self.notes), "shift_sd": self.shift_sd, "order": self.order(),
+            "shift_var_noise": list(self.shift_var_noise),
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NoiseProfile:
+        return cls(
+            host=data["host"], engine=data["engine"], flags_hash=data["flags_hash"],
+            points=tuple(PointNoise(p["text_type"], int(p["context"]), float(p["rel_sd"]),
+                                    int(p["n"])) for p in data.get("points", ())),
+            shifts=tuple(float(d) for d in data.get("shifts", ())),
+            restart_s=tuple(float(r) for r in data.get("restart_s", ())),
+            measured_at=float(data.get("measured_at", 0.0)),
+            notes=tuple(data.get("notes", ())),
+            shift_var_noise=tuple(float(v) for v in data.get("shift_var_noise", ())),
+        )  # fmt: skip
+
+
+def point_spreads(samples: Sequence[RequestSample]) -> tuple[PointNoise, ...]:
+    """Per point (text type, context): the relative SD of step time between requests of
+    the same passage (log scale, pooled over passages), from one block's requests."""
+    groups: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for s in samples:
+        if s.ok and s.decode_time_s and s.verify_steps:
+            point = groups.setdefault((s.text_type, s.context_tokens), {})
+            point.setdefault(s.prompt_id, []).append(math.log(s.decode_time_s / s.verify_steps))
+    out = []
+    for (kind, context), passages in sorted(groups.items()):
+        resid = [x - statistics.fmean(v) for v in passages.values() if len(v) >= 2 for x in v]
+        df = len(resid) - sum(1 for v in passages.values() if len(v) >= 2)
+        if df >= 1:
+            out.append(PointNoise(kind, context, math.sqrt(sum(r * r for r in resid) / df),
+                                  len(resid)))  # fmt: skip
+    return tuple(out)

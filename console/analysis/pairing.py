@@ -1,0 +1,253 @@
+"""The one comparison protocol: two sides on the same passages, paired by passage.
+
+Every before/after in the console (a flag change with `set --baseline`, two stored runs in
+`history compare` and `explain`, the TUI's apply) lines up one point (text type, context)
+measured on two sides and goes through `paired_figures`:
+
+- Balanced by passage. Each side's figure is pooled over its passages with equal weight
+  per passage (per passage the mean decode tokens, verify steps and decode time of its
+  requests, summed over the passages both sides read), so 3 x passage A + 2 x passage B
+  against 5 x A + 5 x B compares the same mix, and tok/s = commit / step on every side.
+  A passage only one side read is left out and counted.
+- Exact where it is exact. Greedy decoding of one passage commits the same tokens in the
+  same steps every time; when every request of every passage on both sides shows that,
+  the commit ratio is exact by construction (no noise to resample) and says "exact".
+- Paired intervals. The k-th request of a passage on one side is paired with the k-th on
+  the other; the interval of a ratio is a t interval of the mean log ratio over those
+  pairs (timing noise only: the passage mix cancels in each pair), at 99% (a baseline
+  judges several rows at once; see `CHANGE_LEVEL`). Fewer than
+  `MIN_PAIRS` pairs is too few to resample, and the change says so instead of printing a
+  narrow interval.
+- Drift included. Blocks measured minutes apart, on either side of a restart, differ by
+  more than request-to-request noise: the host's measured block-to-block shift
+  (`noise_profile.Drift`) is added to the timing interval of every time figure (step
+  time, tok/s), in quadrature on the log scale, by the order the blocks were measured in.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from console.analysis.comparison import FigurePair
+from console.analysis.intervals import POOLED, ChangeInterval, Interval, Pooled, passage, usable
+from console.analysis.noise_profile import Drift
+from console.analysis.records import RequestSample
+
+# Three pairs is the least a t interval is shown on (two gives a t of 64 on one degree of
+# freedom at 99%: an interval that says nothing); below, the change says it is too few.
+MIN_PAIRS = 3
+# A change is judged on a 99% interval: a baseline compares 2-4 points, each on two
+# factors, and at 95% a null change would raise a false alarm on one row in about every
+# third try; each side's own figure keeps its 95% interval.
+_T995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106,
+         3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
+         2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750)  # fmt: skip
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+Z99, Z95 = 2.576, 1.96
+CHANGE_LEVEL = 0.99
+# Figures that carry timing (and so drift); commit is a count of tokens per step.
+TIMED = ("decode_tok_s", "step_time_s")
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% t quantile for `df` degrees of freedom (df >= 1)."""
+    return _T975[df - 1] if df <= len(_T975) else Z95
+
+
+def t99(df: int) -> float:
+    """The two-sided 99% t quantile for `df` degrees of freedom (df >= 1)."""
+    return _T995[df - 1] if df <= len(_T995) else Z99
+
+
+def _by_passage(samples: Sequence[RequestSample]) -> dict[str, list[RequestSample]]:
+    groups: dict[str, list[RequestSample]] = {}
+    for s in sorted(samples, key=lambda s: s.t):
+        groups.setdefault(passage(s), []).append(s)
+    return groups
+
+
+def balanced_pool(groups: dict[str, list[RequestSample]], keys: Sequence[str]) -> Pooled:
+    """Sums with every passage of `keys` weighted equally: per passage the mean tokens,
+    steps and decode time of its requests, summed over the passages."""
+    tokens = steps = seconds = 0.0
+    n = 0
+    for k in keys:
+        g = groups[k]
+        tokens += statistics.fmean(s.completion_tokens - 1 for s in g)
+        steps += statistics.fmean(s.verify_steps or 0 for s in g)
+        seconds += statistics.fmean(s.decode_time_s or 0.0 for s in g)
+        n += len(g)
+    return Pooled(tokens=tokens, steps=steps, seconds=seconds, n=n)
+
+
+def _deterministic(groups: dict[str, list[RequestSample]], keys: Sequence[str]) -> bool:
+    """Every passage read at least twice here, each time the same tokens in the same steps."""
+    return all(
+        len(groups[k]) >= 2 and len({(s.completion_tokens, s.verify_steps) for s in groups[k]}) == 1
+        for k in keys
+    )
+
+
+@dataclass(frozen=True)
+class PairedChange(ChangeInterval):
+    """after / before of one figure under the protocol: the interval (drift included where
+    `drift_rel` > 0), whether it is exact by construction, and how many pairs it rests on.
+
+    `timing_rel` / `drift_rel` are the two half-widths on the log scale (0.05 ~ ± 5%), so a
+    reader sees how much of the interval is the host's drift."""
+
+    pairs: int = 0
+    exact: bool = False
+    timing_rel: float = 0.0
+    drift_rel: float = 0.0
+    order: str = ""
+    se: float = 0.0  # the standard error of the log ratio from timing (before t and drift)
+
+    @property
+    def has_interval(self) -> bool:
+        return self.exact or self.pairs >= MIN_PAIRS
+
+    def text(self) -> str:
+        pct = self.percent
+        if self.exact:
+            return "no change (exact)" if self.ratio.value == 1.0 else f"{pct:+.0f}% (exact)"
+        if not self.has_interval:
+            return f"{pct:+.0f}% ({self.pairs} pairs: too few rounds to resample)"
+        return super().text()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**super().as_dict(), "pairs": self.pairs, "exact": self.exact,
+                "timing_rel": self.timing_rel, "drift_rel": self.drift_rel,
+                "order": self.order}  # fmt: skip
+
+
+def _log_ratios(
+    ga: dict[str, list[RequestSample]],
+    gb: dict[str, list[RequestSample]],
+    keys: Sequence[str],
+    pick: Callable[[Pooled], float],
+) -> list[float]:
+    """log(b / a) of one figure for each pair: the k-th request of a passage on each side."""
+    out = []
+    for k in keys:
+        for sa, sb in zip(ga[k], gb[k], strict=False):
+            va, vb = pick(_one(sa)), pick(_one(sb))
+            if va > 0 and vb > 0:
+                out.append(math.log(vb / va))
+    return out
+
+
+def _one(s: RequestSample) -> Pooled:
+    return Pooled(float(s.completion_tokens - 1), float(s.verify_steps or 0),
+                  s.decode_time_s or 0.0, 1)  # fmt: skip
+
+
+def _paired_change(
+    value: float, logs: list[float], drift_rel: float, *, order: str, n_a: int, n_b: int
+) -> PairedChange:
+    pairs = len(logs)
+    timing = se = 0.0
+    if pairs >= 2:
+        se = statistics.stdev(logs) / math.sqrt(pairs)
+        timing = t99(pairs - 1) * se
+    half = math.hypot(timing, drift_rel) if pairs >= MIN_PAIRS else 0.0
+    centre = math.log(value)
+    ratio = Interval(value, math.exp(centre - half), math.exp(centre + half))
+    return PairedChange(ratio, n_a, n_b, pairs=pairs, timing_rel=timing, drift_rel=drift_rel,
+                        order=order, se=se)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PairedFigures:
+    """One point compared under the protocol: tok/s, commit and step time as
+    `FigurePair`s (a = before, b = after) whose `moved` is a `PairedChange`; the
+    passages both sides read and those only one did; the drift term used."""
+
+    pairs: dict[str, FigurePair]
+    passages: int
+    unmatched: int
+    rounds: int  # the fewest requests of one passage on either side
+    drift: Drift
+
+    def figure(self, name: str) -> FigurePair:
+        return self.pairs[name]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passages": self.passages, "unmatched_passages": self.unmatched,
+                "rounds": self.rounds, "drift": self.drift.as_dict()}  # fmt: skip
+
+
+def side_interval(groups: dict[str, list[RequestSample]], keys: Sequence[str], name: str,
+                  value: float) -> Interval:  # fmt: skip
+    """One side's figure with a t interval from the spread of its requests within their
+    passages (timing noise). Where no passage was read twice there is no such spread, and
+    the spread between passages stands in for it (wider: it holds the passage mix too);
+    with a single request there is none, and the interval is the value alone."""
+    pick = POOLED[name]
+    resid = []
+    logs_of = {k: [math.log(pick(_one(s))) for s in groups[k] if pick(_one(s)) > 0] for k in keys}
+    repeated = [v for v in logs_of.values() if len(v) >= 2]
+    if not repeated:  # one request per passage: the passages are the repeats
+        repeated = [[x for v in logs_of.values() for x in v]]
+    for logs in repeated:
+        if len(logs) >= 2:
+            mean = statistics.fmean(logs)
+            resid += [x - mean for x in logs]
+    n, df = len(resid), len(resid) - sum(1 for v in repeated if len(v) >= 2)
+    if df < 1:
+        return Interval(value, value, value)
+    sd = math.sqrt(sum(r * r for r in resid) / df)
+    half = t95(df) * sd / math.sqrt(n)
+    return Interval(value, value * math.exp(-half), value * math.exp(half))
+
+
+def paired_figures(
+    before: Sequence[RequestSample],
+    after: Sequence[RequestSample],
+    *,
+    drift: Drift | None = None,
+) -> PairedFigures | None:
+    """The protocol's comparison of one point; None when the sides share no passage with
+    a usable request (nothing to pair)."""
+    drift = drift or Drift.none()
+    ga, gb = _by_passage(usable(before)), _by_passage(usable(after))
+    keys = sorted(set(ga) & set(gb))
+    if not keys:
+        return None
+    pa, pb = balanced_pool(ga, keys), balanced_pool(gb, keys)
+    exact_commit = _deterministic(ga, keys) and _deterministic(gb, keys)
+    n_a, n_b = pa.n, pb.n
+    out = {}
+    for name, pick in POOLED.items():
+        va, vb = pick(pa), pick(pb)
+        if name == "commit_len" and exact_commit:
+            r = vb / va
+            moved: PairedChange = PairedChange(Interval(r, r, r), n_a, n_b, exact=True,
+                                               pairs=min(n_a, n_b), order=drift.order)  # fmt: skip
+        else:
+            logs = _log_ratios(ga, gb, keys, pick)
+            term = drift.term(Z99) if name in TIMED else 0.0
+            moved = _paired_change(vb / va, logs, term, order=drift.order, n_a=n_a, n_b=n_b)
+        ia = side_interval(ga, keys, name, va)
+        ib = side_interval(gb, keys, name, vb)
+        out[name] = FigurePair(name, va, vb, ia, ib, moved)
+    rounds = min(min(len(ga[k]), len(gb[k])) for k in keys)
+    unmatched = len(set(ga) ^ set(gb))
+    return PairedFigures(out, len(keys), unmatched, rounds, drift)
+
+
+def side_figures(samples: Sequence[RequestSample]) -> dict[str, Interval] | None:
+    """One side's tok/s, commit and step time, balanced over its passages, each with its
+    within-passage interval (`side_interval`); None without a usable request."""
+    groups = _by_passage(usable(samples))
+    if not groups:
+        return None
+    keys = sorted(groups)
+    pooled = balanced_pool(groups, keys)
+    return {name: side_interval(groups, keys, name, pick(pooled)) for name, pick in POOLED.items()}

@@ -1,0 +1,106 @@
+"""Same context, same text: the verdict is the decomposition itself, no model needed.
+
+When both sides read the same passages at the same context, context growth and text
+cannot explain a gap: tok/s = commit / step, so what moved is one of the two factors,
+each with its paired interval (`pairing.paired_figures`, drift included):
+- commit moved beyond noise: "not physics: acceptance changed (a flag, the drafter)";
+- commit equal (exactly, under greedy decoding) and step time moved beyond noise and
+  drift: "not physics: step time +27% at the same context and text (the host or the
+  engine got slower)";
+- neither: "within noise" (the interval of tok/s holds no change).
+A baseline before and after a flag change reads the same sentence for each point, so the
+check names the factor that is off. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from console.analysis.pairing import PairedChange, PairedFigures
+
+Outcome = str  # "within noise" | "not physics" | "not enough evidence"
+
+
+def _moved(figures: PairedFigures, name: str) -> PairedChange | None:
+    moved = figures.figure(name).moved
+    return moved if isinstance(moved, PairedChange) else None
+
+
+@dataclass(frozen=True)
+class SamePointVerdict:
+    """The verdict on one point both sides measured at the same context and text."""
+
+    outcome: Outcome
+    headline: str
+    factor: str | None  # "commit" | "step time" | None
+    figures: PairedFigures
+    label: str = ""
+
+    def lines(self) -> list[str]:
+        out = [self.headline]
+        for title, name in (("tok/s", "decode_tok_s"), ("commit", "commit_len"),
+                            ("step time", "step_time_s")):  # fmt: skip
+            pair = self.figures.figure(name)
+            out.append(f"  {title}: {pair.change_text()}")
+        out.append(f"  {self.figures.passages} passage(s) paired, {self.figures.rounds} "
+                   f"round(s) each; {self.figures.drift.text()}")  # fmt: skip
+        if self.figures.unmatched:
+            out.append(f"  {self.figures.unmatched} passage(s) read on one side only, left out")
+        return out
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "headline": self.headline,
+            "factor": self.factor,
+            "same_context_and_text": True,
+            "changes": {n: p.change_dict() for n, p in self.figures.pairs.items()},
+            **self.figures.as_dict(),
+        }
+
+
+def slower_or_faster(ratio: float) -> str:
+    return "slower" if ratio > 1 else "faster"
+
+
+def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdict:
+    """The decomposition verdict on a point compared under the protocol."""
+    commit, step = _moved(figures, "commit_len"), _moved(figures, "step_time_s")
+    tok = _moved(figures, "decode_tok_s")
+    if commit is None or step is None or tok is None:
+        raise ValueError("judge_same_point needs figures compared by pairing.paired_figures")
+    if commit.finding:
+        headline = (f"Not physics: acceptance changed (a flag, the drafter): commit "
+                    f"{commit.text()} at the same context and text")  # fmt: skip
+        return SamePointVerdict("not physics", headline, "commit", figures, label)
+    if step.finding:
+        headline = (
+            f"Not physics: step time {step.text()} at the same context and text "
+            f"(the host or the engine got {slower_or_faster(step.ratio.value)})"
+        )
+        return SamePointVerdict("not physics", headline, "step time", figures, label)
+    if not (commit.has_interval and step.has_interval):
+        headline = (f"Not enough evidence: tok/s {tok.text()} rests on too few rounds to "
+                    "resample; measure more rounds of the same passages")  # fmt: skip
+        return SamePointVerdict("not enough evidence", headline, None, figures, label)
+    headline = f"Within noise: tok/s {tok.text()}, neither commit nor step time moved"
+    return SamePointVerdict("within noise", headline, None, figures, label)
+
+
+def factor_sentence(verdict: SamePointVerdict) -> str:
+    """What a baseline row says moved: the factor that is off, with its interval."""
+    if verdict.factor == "commit":
+        return f"commit {_moved(verdict.figures, 'commit_len').text()} (acceptance changed)"
+    if verdict.factor == "step time":
+        step = _moved(verdict.figures, "step_time_s")
+        return (
+            f"step time {step.text()} (the host or the engine got "
+            f"{slower_or_faster(step.ratio.value)})"
+        )
+    if verdict.outcome == "not enough evidence":
+        return "too few rounds to tell"
+    return "neither factor moved beyond noise"

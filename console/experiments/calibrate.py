@@ -1,0 +1,155 @@
+"""`specconsole calibrate HOST`: measure the host's noise, once per host and flags.
+
+Blocks of the baseline's points with unchanged flags, a restart between each two (the
+restart a flag change needs, so its cost is part of what is measured): per point the
+request-to-request spread of step time within a block, per restart the shift of the
+whole block's step time (paired by passage, `pairing.paired_figures`), and how long each
+restart took to ready. The profile goes into the history (`RunStore.add_noise_profile`),
+where every later comparison on the host finds its drift term, and its restart time
+picks the default order (bracketing when a restart is under a minute).
+
+`noise_for` is what `apply_with_baseline` calls: the stored profile for the host and
+flags, or, when there is none, a calibration run first (said in the output).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from console.analysis.noise_profile import NoiseProfile, point_spreads
+from console.analysis.pairing import PairedChange, paired_figures
+from console.analysis.records import RequestSample, flags_hash
+from console.analysis.sample_size import SampleTarget
+from console.measure import methods
+from console.measure.session import MeasureError, MeasureSession
+
+if TYPE_CHECKING:
+    from console.experiments.baseline import BaselinePlan
+    from console.service import EngineService
+    from console.store import RunStore
+
+BLOCKS = 3  # two restarts: one shift says little, three blocks keep calibration short
+ROUNDS = 3  # whole rounds of every passage per point and block
+PASSAGES = 2
+
+
+def _point_key(s: RequestSample) -> tuple[str, int]:
+    return s.text_type, s.context_tokens
+
+
+def block_shift(
+    a: Sequence[RequestSample], b: Sequence[RequestSample]
+) -> tuple[float, float] | None:
+    """log(b / a) of step time between two blocks, paired by passage per point and
+    averaged over the points both measured, with the variance its own timing noise
+    explains; None when they share no point."""
+    logs, variances = [], []
+    for point in sorted({_point_key(s) for s in a} & {_point_key(s) for s in b}):
+        paired = paired_figures([s for s in a if _point_key(s) == point],
+                                [s for s in b if _point_key(s) == point])  # fmt: skip
+        moved = paired.figure("step_time_s").moved if paired is not None else None
+        if isinstance(moved, PairedChange):
+            logs.append(math.log(moved.ratio.value))
+            variances.append(moved.se**2)
+    if not logs:
+        return None
+    return statistics.fmean(logs), statistics.fmean(variances) / len(variances)
+
+
+def profile_from_blocks(
+    host: str,
+    engine: str,
+    flags: str,
+    blocks: Sequence[Sequence[RequestSample]],
+    restart_s: Sequence[float],
+    notes: Sequence[str] = (),
+) -> NoiseProfile:
+    """The noise profile of measured blocks (pure: the arithmetic of `calibrate`)."""
+    tagged = [dataclasses.replace(s, prompt_id=f"{i}:{s.prompt_id}")
+              for i, block in enumerate(blocks) for s in block]  # fmt: skip
+    shifts = [d for d in (block_shift(a, b) for a, b in itertools.pairwise(blocks)) if d]
+    return NoiseProfile(
+        host=host, engine=engine, flags_hash=flags, points=point_spreads(tagged),
+        shifts=tuple(d for d, _ in shifts), shift_var_noise=tuple(v for _, v in shifts),
+        restart_s=tuple(restart_s), notes=tuple(notes),
+    )  # fmt: skip
+
+
+async def calibrate(
+    service: EngineService,
+    store: RunStore | None,
+    *,
+    plan: BaselinePlan,
+    blocks: int = BLOCKS,
+    rounds: int = ROUNDS,
+    timeout: float | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> NoiseProfile:
+    """Measure and store the host's noise profile with its current flags, at the points
+    of `plan` (the baseline's: `baseline.plan_for`)."""
+    if blocks < 2:
+        raise MeasureError(f"Calibration needs at least two blocks (one restart), not {blocks}.")
+    session = MeasureSession(service, store=store, on_note=on_note)
+    points = plan
+    target = SampleTarget(target_rel=0.0, min_repeat=rounds * PASSAGES,
+                          max_repeat=rounds * PASSAGES, passages=PASSAGES)  # fmt: skip
+    measured: list[list[RequestSample]] = []
+    restarts: list[float] = []
+    for i in range(blocks):
+        if i:
+            session.note(f"calibration: restart {i} of {blocks - 1} with unchanged flags ...")
+            started = time.monotonic()
+            event = await service.restart(wait=True, timeout=timeout)
+            if event.state != "ready":
+                raise MeasureError(f"The engine did not come back ready ({event.describe()}); "
+                                   "calibration stopped.")  # fmt: skip
+            restarts.append(time.monotonic() - started)
+        session.note(f"calibration: block {i + 1} of {blocks} ...")
+        with session.labelled("calibration"):
+            result = await methods.context_sweep(
+                session, contexts=list(points.contexts), output_tokens=points.output,
+                text_types=list(points.text_types), target=target,
+            )  # fmt: skip
+        measured.append(result.samples)
+    facts = await session.facts(refresh=True)
+    profile = profile_from_blocks(
+        service.profile.name, service.profile.engine, facts.flags_hash or flags_hash({}),
+        measured, restarts,
+    )  # fmt: skip
+    if store is not None:
+        await store.add_noise_profile(profile)
+    return profile
+
+
+async def noise_for(
+    service: EngineService,
+    store: RunStore | None,
+    *,
+    plan: BaselinePlan,
+    calibrate_if_missing: bool = True,
+    timeout: float | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> NoiseProfile | None:
+    """The stored noise profile of this host with its current flags, else its newest with
+    other flags (the drift's source names them); without any and with
+    `calibrate_if_missing`, a calibration first (the note says so)."""
+    if store is None:
+        return None
+    flags = flags_hash(dict((await service.current_config()).flags))
+    host = service.profile.name
+    # These flags' own profile, else the host's newest with other flags (drift is mostly
+    # the host's: a flag change would otherwise calibrate again before every baseline).
+    found = await store.noise_profile(host, flags) or await store.noise_profile(host)
+    if found is not None or not calibrate_if_missing:
+        return found
+    if on_note is not None:
+        on_note(f"no noise profile for {host} with these flags yet: calibrating first "
+                f"({BLOCKS} blocks, {BLOCKS - 1} restarts with unchanged flags; once per "
+                "host and flags, `specconsole calibrate` runs it alone)")  # fmt: skip
+    return await calibrate(service, store, plan=plan, timeout=timeout, on_note=on_note)
