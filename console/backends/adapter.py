@@ -254,6 +254,9 @@ class EngineAdapter(ABC):
     tree_budget_flag: str | None = None
     #: the flag that adds a fixed delay to every round (a fault of known size), if any
     round_delay_flag: str | None = None
+    #: a second engine process with other flags fits beside the first on one host (a
+    #: small model), so two configurations can be compared side by side
+    fits_side_by_side = False
     #: output parsers to switch on, flag -> value: a change that cannot move decode speed
     parser_flags: ClassVar[dict[str, str]] = {}
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleSize, SampleTarget, narrow_enough, rel_half_width
 from console.analysis.stats import summarize
+from console.backends import get_adapter
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureError, MeasureSession
 
@@ -37,9 +38,10 @@ PASSIVE = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def can_run_side_by_side(service: EngineService) -> bool:
-    """The bundled engine on this machine: a second process fits beside the first."""
+    """An engine whose second process fits beside the first (the bundled pair), on this
+    machine."""
     profile = service.profile
-    return profile.engine == "builtin" and profile.ssh is None
+    return get_adapter(profile.engine).fits_side_by_side and profile.ssh is None
 
 
 def _free_local_port() -> int:
