@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         "DDTree reference)",
     )
     p.add_argument(
+        "--budgets",
+        type=_budgets,
+        default=[3, 7, 15, 31],
+        help="DDTree budgets to run as extra arms, reported per text type under "
+        "ddtree.by_budget with the fastest as best_budget ('none' to skip)",
+    )
+    p.add_argument(
         "--block-size", type=int, default=None, help="draft block size (default: the drafter's)"
     )
     p.add_argument(
@@ -77,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one JSON object keyed by method (summaries, by_type, per_prompt)",
     )
     return p
+
+
+def _budgets(text: str) -> list[int]:
+    if text.strip().lower() in ("", "none"):
+        return []
+    values = [_at_least_one(v) for v in text.split(",")]
+    return list(dict.fromkeys(values))
 
 
 def _at_least_one(text: str) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from engine.bench.budgets import budget_report
 from engine.bench.prompts import load_prompts
 from engine.bench.summary import MIB, PromptRuns, summarize
 from engine.checkpoint import load_bundle
@@ -28,6 +29,28 @@ def _measure(
     return g, peak
 
 
+def arms(args: argparse.Namespace, bundle) -> dict[str, Decoder]:
+    """The methods, and one more DDTree arm ("ddtree@7") per budget of --budgets other than
+    the DDTree arm's own."""
+
+    def decoder(method: str, budget: int | None) -> Decoder:
+        return Decoder(
+            bundle.target,
+            bundle.drafter,
+            method=method,
+            budget=budget,
+            block_size=args.block_size,
+            draft_window=args.draft_window,
+        )
+
+    out = {m: decoder(m, args.budget if m == "ddtree" else None) for m in args.methods}
+    if "ddtree" in out:
+        for b in args.budgets:
+            if b != out["ddtree"].budget:
+                out[f"ddtree@{b}"] = decoder("ddtree", b)
+    return out
+
+
 def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(0)
     bundle = load_bundle(
@@ -37,31 +60,26 @@ def run(args: argparse.Namespace) -> dict:
     if not prompts:
         raise SystemExit("no prompts to run (check --prompts and --types)")
     methods = args.methods
-    decoders = {
-        m: Decoder(
-            bundle.target,
-            bundle.drafter,
-            method=m,
-            budget=args.budget if m == "ddtree" else None,
-            block_size=args.block_size,
-            draft_window=args.draft_window,
-        )
-        for m in methods
-    }
+    decoders = arms(args, bundle)
     cuda = bundle.target.device.type == "cuda"
     encoded = [bundle.tokenizer.encode(p["prompt"]) for p in prompts]
     for dec in decoders.values():  # warm-up: first calls pay for allocation and kernel selection
         dec.generate(encoded[0], max_new_tokens=16, ignore_eos=True)
 
-    results: dict[str, list[PromptRuns]] = {m: [] for m in methods}
-    lossless = {m: True for m in methods}
+    results: dict[str, list[PromptRuns]] = {a: [] for a in decoders}
+    lossless = {a: True for a in decoders}
     for i, (row, ids) in enumerate(zip(prompts, encoded, strict=True)):
         runs = run_prompt(decoders, row, i, ids, args, cuda, lossless)
-        for m in methods:
-            results[m].append(runs[m])
+        for a in decoders:
+            results[a].append(runs[a])
         if not args.json:
-            _print_progress(runs, methods)
-    return {m: method_report(results[m], decoders[m], lossless[m], methods, args) for m in methods}
+            _print_progress(runs, list(decoders))
+    report = {
+        m: method_report(results[m], decoders[m], lossless[m], methods, args) for m in methods
+    }
+    if "ddtree" in report and args.budgets:
+        report["ddtree"].update(budget_report(results, decoders, lossless))
+    return report
 
 
 def run_prompt(decoders, row, i, ids, args, cuda, lossless) -> dict[str, PromptRuns]:
