@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 
+import torch
+
 from engine.bench.measure import run
 from engine.bench.table import print_table
 from engine.decode import METHODS
@@ -76,6 +78,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare"
     )
+    p.add_argument(
+        "--peer",
+        choices=["vllm"],
+        default=None,
+        help="instead of the methods: our DDTree and DFlash against vLLM's DFlash on the "
+        "same pair and prompts (vLLM from SPECCONSOLE_VLLM_VENV, default "
+        "~/.cache/specconsole/vllm-0.32.0)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_at_least_one,
+        default=None,
+        help="torch threads for our decoders (default: torch's; with --peer vllm, the "
+        "cores vLLM's CPU worker takes: all but the one its auto binding reserves)",
+    )
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
     p.add_argument(
@@ -106,6 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
+    if args.peer == "vllm":
+        from engine.bench.peer_vllm import print_peer, run_peer, worker_threads
+
+        torch.set_num_threads(args.threads or worker_threads())
+        report = run_peer(args)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print_peer(report)
+        return 0
+    if args.threads:
+        torch.set_num_threads(args.threads)
     report = run(args)
     if args.json:
         print(json.dumps(report, indent=2))

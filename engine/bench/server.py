@@ -85,7 +85,7 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
     return (time.perf_counter() - t) / rounds * 1e6
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     target, drafter, source = _pair(args)
     spec = args.algorithm != "NONE"
-    port = _free_port()
+    port = free_port()
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(
         _serve_command(args, target, drafter, port),
