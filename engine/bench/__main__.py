@@ -78,6 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare"
     )
+    add_run_args(p)
+    p.add_argument("--device", default="cpu", help="torch device")
+    p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object keyed by method (summaries, by_type, per_prompt)",
+    )
+    return p
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """What the run compares against and on how many threads."""
     p.add_argument(
         "--peer",
         choices=["vllm"],
@@ -93,14 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="torch threads for our decoders (default: torch's; with --peer vllm, the "
         "cores vLLM's CPU worker takes: all but the one its auto binding reserves)",
     )
-    p.add_argument("--device", default="cpu", help="torch device")
-    p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object keyed by method (summaries, by_type, per_prompt)",
-    )
-    return p
 
 
 def _budgets(text: str) -> list[int]:
