@@ -103,6 +103,7 @@ class VLLMServer:
 
     def __init__(self, argv: list[str], port: int):
         self.argv = argv
+        self.model = argv[argv.index("--model") + 1]  # vLLM serves it under its path
         self.base = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".vllm.log", delete=False)  # noqa: SIM115
         self.proc: subprocess.Popen | None = None
@@ -116,17 +117,21 @@ class VLLMServer:
             env=server_env(),
             start_new_session=True,  # its own process group, to pause and stop as one
         )
+        try:
+            self._wait_ready()
+        except BaseException:  # not entered: stop it here (Ctrl-C included)
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise SystemExit(f"vLLM exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                if self.client.get("/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
+            if self._serving():
+                return
             time.sleep(1.0)
-        self.__exit__(None, None, None)
         raise SystemExit(f"vLLM was not ready in {START_TIMEOUT_S:.0f} s:\n{self.tail()}")
 
     def __exit__(self, *exc) -> None:
@@ -141,6 +146,20 @@ class VLLMServer:
                 self.proc.wait(10)
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
+
+    def _serving(self) -> bool:
+        """Ready, and it is ours: the port was free when chosen, but another process could
+        have taken it before vLLM bound it, and then ours exits while that one answers."""
+        try:
+            r = self.client.get("/v1/models", timeout=2)
+        except httpx.HTTPError:
+            return False
+        if r.status_code != 200:
+            return False
+        served = {m.get("id") for m in r.json().get("data", [])}
+        if self.model not in served:
+            raise SystemExit(f"another server answers on {self.base} (serving {served})")
+        return True
 
     def _signal(self, sig: int) -> None:
         """To vLLM's whole process group (API server, engine core, CPU worker)."""

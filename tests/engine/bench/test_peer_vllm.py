@@ -17,6 +17,7 @@ import pytest
 
 from engine.bench.peer_vllm import (
     PromptTriple,
+    VLLMServer,
     read_metrics,
     server_argv,
     server_env,
@@ -114,3 +115,33 @@ def test_real_vllm_side_by_side_on_the_bundled_pair(tmp_path):
         assert s[arm]["vs_vllm"] > 0 and s[arm]["vs_vllm_iqr"][0] <= s[arm]["vs_vllm"]
     assert s["ddtree"]["commit_mean"] >= s["dflash"]["commit_mean"]
     assert _our_vllm_processes() == set()  # stopped when the run ended
+
+
+def test_a_port_taken_by_another_server_is_refused_and_ours_stopped():
+    """free_port's port can be taken before vLLM binds it: the peer run must notice that
+    another server answers there (not measure it) and stop the process it started."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "someone-else"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    port = other.server_address[1]
+    stand_in = [sys.executable, "-c", "import time; time.sleep(120)", "--model", "/ours"]
+    srv = VLLMServer(stand_in, port)
+    try:
+        with pytest.raises(SystemExit, match="another server answers"), srv:
+            pass
+    finally:
+        other.shutdown()
+    assert srv.proc is not None and srv.proc.poll() is not None  # stopped, not left behind
