@@ -28,6 +28,7 @@ from engine.decode import Decoder, Generation
 from engine.train.corpus import BENCH_PROMPTS_PATH
 
 PHASES = ("draft_ms", "tree_ms", "verify_ms", "commit_ms")
+NEW = 9  # context rows a draft forward adds in the op tables (about one round's commit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,10 +116,15 @@ def op_tables(budget: int, rows: int = 20) -> dict[str, str]:
         )
         session = dec.new_draft_session()
         bonus = int(logits[0, -1].argmax())
+        # A round in the middle of a request: the draft cache holds the context up to the
+        # last commit, and the rows that round committed (NEW of them) are pending.
+        session.add_context([h[:, : n - NEW] for h in hidden])
+        session.propose(bonus, n - NEW, dec.block_size)
+        pending = drafter.fuse([h[:, n - NEW :] for h in hidden])
 
         def draft():
-            session.cache.crop(0)
-            session.add_context(hidden)
+            session.cache.crop(n - NEW)
+            session.pending = pending
             return session.propose(bonus, n, dec.block_size)
 
         tree = build_tree(bonus, draft(), budget)
