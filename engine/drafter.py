@@ -18,7 +18,14 @@ import torch
 from torch import nn
 
 from engine.kvcache import KVCache
-from engine.model import DecoderLayer, Qwen3Config, Qwen3ForCausalLM, RMSNorm, RotaryEmbedding
+from engine.model import (
+    DecoderLayer,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+    RMSNorm,
+    RotaryEmbedding,
+    project,
+)
 
 
 def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -127,7 +134,7 @@ class DFlashDrafter(nn.Module):
 
     def fuse(self, target_hidden: list[torch.Tensor]) -> torch.Tensor:
         """Target layer outputs (each [1, T, H]) -> context features [1, T, H]."""
-        return self.hidden_norm(self.fc(torch.cat(target_hidden, dim=-1)))
+        return self.hidden_norm(project(self.fc, torch.cat(target_hidden, dim=-1)))
 
     def forward(
         self,
@@ -153,7 +160,7 @@ class DFlashDrafter(nn.Module):
         return self.norm(h)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.target.lm_head(hidden)
+        return project(self.target.lm_head, hidden)
 
 
 class DraftSession:

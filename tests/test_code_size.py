@@ -1,6 +1,7 @@
 """Functions that fit on a screen, classes that hold one concept.
 
-No function over 80 lines and no class over 300 in the console and the engine server.
+No function over 80 lines and no class over 300 in the console and the engine (its server,
+its bench and its training included).
 A module-level table (a tuple of flags, a dict of notes) is data, not logic, and is not
 a function or a class, so it is not counted.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("console", "engine/serve")
+TREES = ("console", "engine")
 MAX_FUNCTION, MAX_CLASS = 80, 300
 
 

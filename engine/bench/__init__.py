@@ -25,4 +25,7 @@ counts alike however long it ran.
   summary.py   per-method statistics: medians, quartiles, paired ratios, memory
   table.py     the human-readable table
   server.py    `python -m engine.bench.server`: the HTTP server's overhead over the decoder
+  profile.py   `python -m engine.bench.profile`: where a round goes, per phase and per op
+  budgets.py   commit and round time per DDTree budget, and the fastest budget
+  peer_vllm.py `--peer vllm`: our DDTree and DFlash against vLLM's DFlash, same pair and CPU
 """

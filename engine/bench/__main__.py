@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 
+import torch
+
 from engine.bench.measure import run
 from engine.bench.table import print_table
 from engine.decode import METHODS
@@ -58,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         "DDTree reference)",
     )
     p.add_argument(
+        "--budgets",
+        type=_budgets,
+        default=[3, 7, 15, 31],
+        help="DDTree budgets to run as extra arms, reported per text type under "
+        "ddtree.by_budget with the fastest as best_budget ('none' to skip)",
+    )
+    p.add_argument(
         "--block-size", type=int, default=None, help="draft block size (default: the drafter's)"
     )
     p.add_argument(
@@ -69,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare"
     )
+    add_run_args(p)
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
     p.add_argument(
@@ -77,6 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one JSON object keyed by method (summaries, by_type, per_prompt)",
     )
     return p
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """What the run compares against and on how many threads."""
+    p.add_argument(
+        "--peer",
+        choices=["vllm"],
+        default=None,
+        help="instead of the methods: our DDTree and DFlash against vLLM's DFlash on the "
+        "same pair and prompts (vLLM from SPECCONSOLE_VLLM_VENV, default "
+        "~/.cache/specconsole/vllm-0.32.0)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_at_least_one,
+        default=None,
+        help="torch threads for our decoders (default: torch's; with --peer vllm, the "
+        "cores vLLM's CPU worker takes: all but the one its auto binding reserves)",
+    )
+
+
+def _budgets(text: str) -> list[int]:
+    if text.strip().lower() in ("", "none"):
+        return []
+    values = [_at_least_one(v) for v in text.split(",")]
+    return list(dict.fromkeys(values))
 
 
 def _at_least_one(text: str) -> int:
@@ -92,6 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
+    if args.peer == "vllm":
+        from engine.bench.peer_vllm import print_peer, run_peer, worker_threads
+
+        torch.set_num_threads(args.threads or worker_threads())
+        report = run_peer(args)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print_peer(report)
+        return 0
+    if args.threads:
+        torch.set_num_threads(args.threads)
     report = run(args)
     if args.json:
         print(json.dumps(report, indent=2))

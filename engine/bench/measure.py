@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from engine.bench.budgets import budget_report
 from engine.bench.prompts import load_prompts
 from engine.bench.summary import MIB, PromptRuns, summarize
 from engine.checkpoint import load_bundle
@@ -28,6 +29,28 @@ def _measure(
     return g, peak
 
 
+def arms(args: argparse.Namespace, bundle) -> dict[str, Decoder]:
+    """The methods, and one more DDTree arm ("ddtree@7") per budget of --budgets other than
+    the DDTree arm's own."""
+
+    def decoder(method: str, budget: int | None) -> Decoder:
+        return Decoder(
+            bundle.target,
+            bundle.drafter,
+            method=method,
+            budget=budget,
+            block_size=args.block_size,
+            draft_window=args.draft_window,
+        )
+
+    out = {m: decoder(m, args.budget if m == "ddtree" else None) for m in args.methods}
+    if "ddtree" in out:
+        for b in args.budgets:
+            if b != out["ddtree"].budget:
+                out[f"ddtree@{b}"] = decoder("ddtree", b)
+    return out
+
+
 def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(0)
     bundle = load_bundle(
@@ -37,77 +60,86 @@ def run(args: argparse.Namespace) -> dict:
     if not prompts:
         raise SystemExit("no prompts to run (check --prompts and --types)")
     methods = args.methods
-    decoders = {
-        m: Decoder(
-            bundle.target,
-            bundle.drafter,
-            method=m,
-            budget=args.budget if m == "ddtree" else None,
-            block_size=args.block_size,
-            draft_window=args.draft_window,
-        )
-        for m in methods
-    }
+    decoders = arms(args, bundle)
     cuda = bundle.target.device.type == "cuda"
     encoded = [bundle.tokenizer.encode(p["prompt"]) for p in prompts]
     for dec in decoders.values():  # warm-up: first calls pay for allocation and kernel selection
         dec.generate(encoded[0], max_new_tokens=16, ignore_eos=True)
 
-    results: dict[str, list[PromptRuns]] = {m: [] for m in methods}
-    lossless = {m: True for m in methods}
+    results: dict[str, list[PromptRuns]] = {a: [] for a in decoders}
+    lossless = {a: True for a in decoders}
     for i, (row, ids) in enumerate(zip(prompts, encoded, strict=True)):
-        kind = row.get("type", "text")
-        runs = {m: PromptRuns(str(row.get("id", i)), kind) for m in methods}
-        for rep in range(args.repeat):
-            k = (i + rep) % len(methods)  # rotate who goes first, so no method always follows AR
-            outs = {}
-            for m in methods[k:] + methods[:k]:
-                g, peak = _measure(decoders[m], ids, args.max_new_tokens, cuda)
-                outs[m] = g
-                runs[m].runs.append(g)
-                if cuda:
-                    runs[m].device_peak_bytes.append(peak)
-            if "ar" in outs:
-                ar = outs["ar"]
-                for m, g in outs.items():
-                    lossless[m] &= g.tokens == ar.tokens
-                    if ar.decode_tok_per_s > 0:
-                        runs[m].ratios.append(g.decode_tok_per_s / ar.decode_tok_per_s)
-        for m in methods:
-            results[m].append(runs[m])
+        runs = run_prompt(decoders, row, i, ids, args, cuda, lossless)
+        for a in decoders:
+            results[a].append(runs[a])
         if not args.json:
-            print(
-                f"  {runs[methods[0]].id:<10} "
-                + "  ".join(
-                    f"{m} {runs[m].tok_s:7.1f} tok/s c={runs[m].runs[0].commit_mean:4.2f}"
-                    + (f" {runs[m].ratio:4.2f}x" if runs[m].ratio is not None else "")
-                    for m in methods
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
-
-    report: dict[str, dict] = {}
-    for m in methods:
-        report[m] = summarize(results[m])
-        types = sorted({p.type for p in results[m]}, key=[p.type for p in results[m]].index)
-        report[m]["by_type"] = {t: summarize([p for p in results[m] if p.type == t]) for t in types}
-        report[m]["lossless_vs_ar"] = lossless[m] if "ar" in methods else None
-        report[m]["budget"] = decoders[m].budget if m == "ddtree" else None
-        report[m]["block_size"] = decoders[m].block_size if m != "ar" else 1
-        report[m]["repeat"] = args.repeat
-        report[m]["per_prompt"] = [
-            {
-                "id": p.id,
-                "type": p.type,
-                "decode_tok_s": [round(g.decode_tok_per_s, 2) for g in p.runs],
-                "speedup_vs_ar": [round(r, 4) for r in p.ratios] or None,
-                "commit_mean": round(p.runs[0].commit_mean, 3),
-                "kv_cache_mib": round(max(g.kv_cache_bytes for g in p.runs) / MIB, 3),
-                "device_peak_mib": round(max(p.device_peak_bytes) / MIB, 3)
-                if p.device_peak_bytes
-                else None,
-            }
-            for p in results[m]
-        ]
+            _print_progress(runs, list(decoders))
+    report = {
+        m: method_report(results[m], decoders[m], lossless[m], methods, args) for m in methods
+    }
+    if "ddtree" in report and args.budgets:
+        report["ddtree"].update(budget_report(results, decoders, lossless))
     return report
+
+
+def run_prompt(decoders, row, i, ids, args, cuda, lossless) -> dict[str, PromptRuns]:
+    """One prompt's interleaved repeats; every run is paired with the AR run beside it."""
+    methods = list(decoders)
+    runs = {m: PromptRuns(str(row.get("id", i)), row.get("type", "text")) for m in methods}
+    for rep in range(args.repeat):
+        k = (i + rep) % len(methods)  # rotate who goes first, so no method always follows AR
+        outs = {}
+        for m in methods[k:] + methods[:k]:
+            g, peak = _measure(decoders[m], ids, args.max_new_tokens, cuda)
+            outs[m] = g
+            runs[m].runs.append(g)
+            if cuda:
+                runs[m].device_peak_bytes.append(peak)
+        if "ar" in outs:
+            ar = outs["ar"]
+            for m, g in outs.items():
+                lossless[m] &= g.tokens == ar.tokens
+                if ar.decode_tok_per_s > 0:
+                    runs[m].ratios.append(g.decode_tok_per_s / ar.decode_tok_per_s)
+    return runs
+
+
+def _print_progress(runs: dict[str, PromptRuns], methods: list[str]) -> None:
+    print(
+        f"  {runs[methods[0]].id:<10} "
+        + "  ".join(
+            f"{m} {runs[m].tok_s:7.1f} tok/s c={runs[m].runs[0].commit_mean:4.2f}"
+            + (f" {runs[m].ratio:4.2f}x" if runs[m].ratio is not None else "")
+            for m in methods
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def method_report(prompts: list[PromptRuns], decoder, lossless, methods, args) -> dict:
+    """One method's summary, per text type, and its per-prompt rows."""
+    m = decoder.method
+    report = summarize(prompts)
+    types = sorted({p.type for p in prompts}, key=[p.type for p in prompts].index)
+    report["by_type"] = {t: summarize([p for p in prompts if p.type == t]) for t in types}
+    report["lossless_vs_ar"] = lossless if "ar" in methods else None
+    report["budget"] = decoder.budget if m == "ddtree" else None
+    report["block_size"] = decoder.block_size if m != "ar" else 1
+    report["repeat"] = args.repeat
+    report["per_prompt"] = [_prompt_row(p) for p in prompts]
+    return report
+
+
+def _prompt_row(p: PromptRuns) -> dict:
+    return {
+        "id": p.id,
+        "type": p.type,
+        "decode_tok_s": [round(g.decode_tok_per_s, 2) for g in p.runs],
+        "speedup_vs_ar": [round(r, 4) for r in p.ratios] or None,
+        "commit_mean": round(p.runs[0].commit_mean, 3),
+        "kv_cache_mib": round(max(g.kv_cache_bytes for g in p.runs) / MIB, 3),
+        "device_peak_mib": round(max(p.device_peak_bytes) / MIB, 3)
+        if p.device_peak_bytes
+        else None,
+    }

@@ -85,7 +85,7 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
     return (time.perf_counter() - t) / rounds * 1e6
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
@@ -93,7 +93,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m engine.bench.server", description=__doc__.split("\n")[0]
     )
@@ -116,19 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         help="torch/OpenMP threads on both sides, so neither starves the other",
     )
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    args = ap.parse_args(argv)
+    return ap
 
-    import torch
 
-    from engine.checkpoint import load_bundle
-    from engine.decode import Decoder
-    from engine.serve.args import METHOD_FOR_ALGORITHM
-
-    torch.set_num_threads(args.threads)
-    target, drafter, source = _pair(args)
-    spec = args.algorithm != "NONE"
-    port = _free_port()
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
+def _serve_command(args, target: Path, drafter: Path, port: int) -> list[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -143,10 +134,60 @@ def main(argv: list[str] | None = None) -> int:
         "--decode-log-interval",
         "1000000",
     ]
-    if spec:
+    if args.algorithm != "NONE":
         cmd += ["--speculative-draft-model-path", str(drafter)]
+    return cmd
+
+
+def _wait_ready(proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 300
+    while READY_MESSAGE not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"server did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+
+
+def _pairs(args, dec, ids: list[int], n: int, eos, port: int) -> tuple[list, list, list]:
+    """`repeats` back-to-back pairs: one in-process generate, one `/generate`."""
+    local, served, commits = [], [], []
+    body = {
+        "input_ids": ids,
+        "sampling_params": {"max_new_tokens": n, "ignore_eos": True, "temperature": 0},
+    }
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+        client.post(
+            "/generate",
+            json={**body, "sampling_params": {**body["sampling_params"], "max_new_tokens": 16}},
+        ).raise_for_status()
+        for _ in range(args.repeats):
+            g = dec.generate(ids, max_new_tokens=n, eos_token_ids=eos, ignore_eos=True)
+            local.append(g.decode_tok_per_s)
+            r = client.post("/generate", json=body)
+            r.raise_for_status()
+            meta = r.json()["meta_info"]
+            if r.json()["output_ids"] != g.tokens:
+                raise SystemExit("server output differs from the in-process decoder")
+            served.append((meta["completion_tokens"] - 1) / meta["decode_time"])
+            commits.append(meta["spec_accept_length"])
+    return local, served, commits
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    import torch
+
+    from engine.checkpoint import load_bundle
+    from engine.decode import Decoder
+    from engine.serve.args import METHOD_FOR_ALGORITHM
+
+    torch.set_num_threads(args.threads)
+    target, drafter, source = _pair(args)
+    spec = args.algorithm != "NONE"
+    port = free_port()
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen(
-        cmd,
+        _serve_command(args, target, drafter, port),
         stdout=log,
         stderr=subprocess.STDOUT,
         env=dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(args.threads)),
@@ -163,31 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         n = min(args.max_new_tokens, bundle.max_context - len(ids) - 1)
         eos = (bundle.tokenizer.eos_token_id,)
         dec.generate(ids, max_new_tokens=16, eos_token_ids=eos, ignore_eos=True)  # warm up
-        deadline = time.monotonic() + 300
-        while READY_MESSAGE not in Path(log.name).read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"server did not start:\n{Path(log.name).read_text()}")
-            time.sleep(0.1)
-        local, served, commits = [], [], []
-        body = {
-            "input_ids": ids,
-            "sampling_params": {"max_new_tokens": n, "ignore_eos": True, "temperature": 0},
-        }
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
-            client.post(
-                "/generate",
-                json={**body, "sampling_params": {**body["sampling_params"], "max_new_tokens": 16}},
-            ).raise_for_status()
-            for _ in range(args.repeats):
-                g = dec.generate(ids, max_new_tokens=n, eos_token_ids=eos, ignore_eos=True)
-                local.append(g.decode_tok_per_s)
-                r = client.post("/generate", json=body)
-                r.raise_for_status()
-                meta = r.json()["meta_info"]
-                if r.json()["output_ids"] != g.tokens:
-                    raise SystemExit("server output differs from the in-process decoder")
-                served.append((meta["completion_tokens"] - 1) / meta["decode_time"])
-                commits.append(meta["spec_accept_length"])
+        _wait_ready(proc, Path(log.name))
+        local, served, commits = _pairs(args, dec, ids, n, eos, port)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -215,26 +233,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(
-            f"weights: {source}; {args.algorithm}; prompt {len(ids)} tokens; "
-            f"{n} new tokens x {args.repeats} (ignore_eos, greedy)"
-        )
-        print(
-            f"in-process Decoder : {result['in_process_tok_s']:9.2f} tok/s "
-            "(decode, prefill excluded)"
-        )
-        print(f"server /generate   : {result['server_tok_s']:9.2f} tok/s (meta_info.decode_time)")
-        print(
-            f"ratio server/in-process: {result['ratio']:.3f} (median of {args.repeats} "
-            f"back-to-back pairs; ratio of medians {result['ratio_of_medians']:.3f}; "
-            f"target >= 0.95)"
-        )
-        print(
-            f"server bookkeeping : {result['bookkeeping_us_per_round']:.1f} us per verify round "
-            f"= {100 * result['bookkeeping_fraction_of_step']:.2f}% of a {step_ms:.2f} ms step "
-            f"(replayed steps, noise-free)"
-        )
+        _print_result(result, source, args, len(ids), n, step_ms)
     return 0
+
+
+def _print_result(result: dict, source: str, args, prompt_len: int, n: int, step_ms: float):
+    print(
+        f"weights: {source}; {args.algorithm}; prompt {prompt_len} tokens; "
+        f"{n} new tokens x {args.repeats} (ignore_eos, greedy)"
+    )
+    print(
+        f"in-process Decoder : {result['in_process_tok_s']:9.2f} tok/s (decode, prefill excluded)"
+    )
+    print(f"server /generate   : {result['server_tok_s']:9.2f} tok/s (meta_info.decode_time)")
+    print(
+        f"ratio server/in-process: {result['ratio']:.3f} (median of {args.repeats} "
+        f"back-to-back pairs; ratio of medians {result['ratio_of_medians']:.3f}; "
+        f"target >= 0.95)"
+    )
+    print(
+        f"server bookkeeping : {result['bookkeeping_us_per_round']:.1f} us per verify round "
+        f"= {100 * result['bookkeeping_fraction_of_step']:.2f}% of a {step_ms:.2f} ms step "
+        f"(replayed steps, noise-free)"
+    )
 
 
 if __name__ == "__main__":

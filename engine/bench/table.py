@@ -3,6 +3,31 @@
 from __future__ import annotations
 
 
+def print_budgets(ddtree: dict) -> None:
+    """Commit and round time per DDTree budget and text type, and the fastest budget."""
+    by_budget = ddtree.get("by_budget")
+    if not by_budget:
+        return
+    print("DDTree budgets (each its own arm, paired with AR like the methods):")
+    print(
+        f"  {'budget':>6} {'type':<6} {'commit':>7} {'round ms':>9} {'draft':>7} {'verify':>7} "
+        f"{'tree+commit':>11} {'tok/s':>8} {'vs AR':>6} {'IQR':>11}"
+    )
+    for budget, r in by_budget.items():
+        for t, s in [("all", r["all"]), *r["by_type"].items()]:
+            sp = s.get("speedup_vs_ar")
+            iqr = f"{s['speedup_iqr'][0]:.2f}-{s['speedup_iqr'][1]:.2f}" if sp else "-"
+            print(
+                f"  {budget:>6} {t:<6} {s['commit_mean']:>7.2f} {s['step_ms']:>9.3f} "
+                f"{s['draft_ms']:>7.3f} {s['verify_ms']:>7.3f} "
+                f"{s['tree_ms'] + s['commit_ms']:>11.3f} {s['decode_tok_s']:>8.1f} "
+                f"{(f'{sp:.2f}x' if sp else '-'):>6} {iqr:>11}"
+            )
+    best = ", ".join(f"{k} {b}" for k, b in ddtree["best_budget"].items())
+    own = "is" if ddtree["budget_is_best"] else "is NOT"
+    print(f"  fastest budget: {best}; the DDTree arm's budget ({ddtree['budget']}) {own} the best")
+
+
 def print_table(report: dict, max_new_tokens: int) -> None:
     types = sorted({t for r in report.values() for t in r["by_type"]})
     repeat = next(iter(report.values()))["repeat"]
@@ -39,6 +64,8 @@ def print_table(report: dict, max_new_tokens: int) -> None:
             f"  {m:<8} {r['draft_ms']:.3f} / {r['tree_ms']:.3f} / {r['verify_ms']:.3f} / "
             f"{r['commit_ms']:.3f} (whole step {r['step_ms']:.3f})"
         )
+    if "ddtree" in report:
+        print_budgets(report["ddtree"])
     print(
         "tok/s and step ms: medians over prompts (each prompt: median of its repeats); "
         "vs AR: median over prompts of the paired ratio (each run against the AR run of the "

@@ -17,7 +17,8 @@ Modules, from the command line inwards (shaped like SGLang's srt/entrypoints):
   args.py                 the flags (declared once, as ServeArgs fields) and their checks
   launch.py               load the weights, bind the port, run uvicorn, warm up, shut down
   logs.py                 log format and loading progress lines
-  app.py                  the HTTP app: ServerState, the API-key check, every route
+  app.py                  the HTTP app: the API-key check, every route
+  state.py                ServerState (what every handler reads) and its builder
   generation.py           the request path the three generating endpoints share: submit
                           to the engine thread, await its events, 499/4xx/5xx, SSE framing
   serving_generate.py     SGLang's /generate

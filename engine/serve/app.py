@@ -1,5 +1,5 @@
-"""The HTTP app (SGLang's http_server): what every handler reads, the API-key check, the
-error shape, and every route.
+"""The HTTP app (SGLang's http_server): the API-key check, the error shape, and every
+route; what every handler reads is engine/serve/state.py.
 
 Routes that only read the server (health, info, metrics, the tokenizer, models) are
 written here; the three that generate (`/generate`, `/v1/completions`,
@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from engine.serve.args import ServeArgs
 from engine.serve.checks import check_ids, check_model
 from engine.serve.errors import APIError, error_body, install_error_handlers
 from engine.serve.generation import threadsafe
-from engine.serve.metrics import METRICS_CONTENT_TYPE, DecodeCounters, ServerMetrics
+from engine.serve.metrics import METRICS_CONTENT_TYPE
 from engine.serve.protocol import DetokenizeRequest, TokenizeRequest
 from engine.serve.request_body import parse_body, read_json
 from engine.serve.serving_chat import ServingChat
 from engine.serve.serving_completions import ServingCompletions
 from engine.serve.serving_generate import ServingGenerate
-from engine.serve.worker import EngineWorker, GenParams, Job, ShuttingDown
+from engine.serve.state import ServerState, engine_state
+from engine.serve.worker import GenParams, Job, ShuttingDown
 
 HEALTH_GENERATE_TIMEOUT_S = 20.0  # SGLang's SGLANG_HEALTH_CHECK_TIMEOUT default
 
@@ -46,72 +43,6 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.engine = state
     app.include_router(router)
     return app
-
-
-# ---- what every handler reads ----------------------------------------------------------
-
-
-def engine_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("specconsole")
-    except Exception:
-        return "0.0.0"
-
-
-@dataclass
-class ServerState:
-    """The loaded engine, its worker thread and metrics; `create_app` stores it on
-    `app.state.engine` and handlers get it back with `engine_state(request)`."""
-
-    args: ServeArgs
-    tokenizer: Any
-    worker: EngineWorker
-    metrics: ServerMetrics
-    counters: DecodeCounters
-    model_path: str
-    draft_model_path: str | None
-    max_model_len: int
-    version: str = field(default_factory=engine_version)
-    ready: bool = False
-    startup_error: str | None = None
-    created: int = field(default_factory=lambda: int(time.time()))
-
-    @property
-    def context_length(self) -> int:
-        assert self.args.context_length is not None
-        return self.args.context_length
-
-
-def engine_state(request: Request) -> ServerState:
-    return request.app.state.engine
-
-
-def build_state(args: ServeArgs, bundle, decoder) -> ServerState:
-    metrics = ServerMetrics(args.served_model_name)
-    counters = DecodeCounters(
-        metrics,
-        interval=args.decode_log_interval,
-        context_length=args.context_length,
-        block_size=args.speculative_num_draft_tokens,
-        speculative=args.speculative,
-    )
-    tok = bundle.tokenizer
-    worker = EngineWorker(
-        decoder, tok, metrics=metrics, counters=counters, eos_token_ids=(tok.eos_token_id,),
-        round_delay_s=args.debug_round_delay_ms / 1000.0,
-    )  # fmt: skip
-    return ServerState(
-        args=args,
-        tokenizer=tok,
-        worker=worker,
-        metrics=metrics,
-        counters=counters,
-        model_path=str(bundle.model_path),
-        draft_model_path=str(bundle.draft_model_path) if bundle.draft_model_path else None,
-        max_model_len=bundle.max_context,
-    )
 
 
 # ---- the API key -----------------------------------------------------------------------

@@ -7,14 +7,12 @@ A field that would change the output is refused with a 400 naming it, never drop
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from engine.serve.errors import APIError
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
+from engine.serve.state import ServerState
 
 
 def check_model(state: ServerState, name: str | None) -> None:

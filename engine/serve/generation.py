@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -28,10 +28,8 @@ from pydantic import BaseModel
 
 from engine.serve.errors import APIError, error_body
 from engine.serve.request_body import parse_body, read_json
+from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, Job, JobResult, ShuttingDown
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
 
 # ---- server-sent events ----------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.serve.app import ServerState, build_state, create_app
+from engine.serve.app import create_app
 from engine.serve.args import (
     ServeArgs,
     ServeArgsError,
@@ -24,6 +24,7 @@ from engine.serve.args import (
     parse_serve_args,
 )
 from engine.serve.logs import READY_MESSAGE, ShardProgress, setup_logging
+from engine.serve.state import ServerState, build_state
 from engine.serve.worker import GenParams, Job, JobResult, ShuttingDown
 
 logger = logging.getLogger("specengine.server")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.serve.chat_parsing import (
     TOOL_START,
@@ -29,10 +29,8 @@ from engine.serve.serving_openai import (
     usage,
     usage_so_far,
 )
+from engine.serve.state import ServerState
 from engine.serve.worker import GenParams, JobResult
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
 
 
 @dataclass

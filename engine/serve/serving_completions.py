@@ -4,7 +4,6 @@ text out, as one body or an SSE stream."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from engine.serve.checks import check_ids, resolve_max_tokens, stop_list
 from engine.serve.errors import APIError
@@ -19,10 +18,8 @@ from engine.serve.serving_openai import (
     usage,
     usage_so_far,
 )
+from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, JobResult
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI / vLLM / SGLang default for /v1/completions
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from engine.serve.checks import (
     GENERATE_UNSUPPORTED,
@@ -17,10 +16,8 @@ from engine.serve.checks import (
 from engine.serve.errors import APIError
 from engine.serve.generation import SSE_DONE, Generation, GenerationEndpoint, sse, sse_aborted
 from engine.serve.protocol import GenerateRequest
+from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, JobResult
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
 
 GENERATE_DEFAULT_MAX_NEW_TOKENS = 128  # SGLang's SamplingParams default
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from engine.serve.checks import OPENAI_UNSUPPORTED, check_model, check_sampling, check_unsupported
 from engine.serve.generation import Generation, GenerationEndpoint, sse
 from engine.serve.protocol import CompletionRequest
+from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, JobResult
-
-if TYPE_CHECKING:
-    from engine.serve.app import ServerState
 
 
 def check_openai_request(state: ServerState, req: Any) -> None:

@@ -122,13 +122,16 @@ def _code_prompt(text: str, target_len: int = 320) -> str | None:
 
 
 def build_bench_prompts(root: Path | None = None, n_code: int = 12) -> list[dict]:
-    """Held-out code prompts (files the target never trained on) plus the prose prompts."""
+    """Held-out code prompts (files the target never trained on), none a near-duplicate of
+    another (the codec modules repeat one template), plus the prose prompts."""
     root = root or stdlib_root()
     _, held = split_files(root)
+    from engine.bench.prompts import is_near_duplicate
+
     out = []
     for p in held:
         prompt = _code_prompt(read_text(p))
-        if prompt:
+        if prompt and not is_near_duplicate(prompt, [r["prompt"] for r in out]):
             out.append(
                 {
                     "id": f"code-{len(out):02d}",

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.bench.prompts import load_prompts
+from engine.bench.prompts import NEAR_DUPLICATE, load_prompts, similarity
 from engine.bench.summary import (
     PromptRuns,
     quartiles,
@@ -19,6 +19,26 @@ from engine.bench.summary import (
 )
 from engine.decode import Generation, RoundStats
 from engine.train.corpus import BENCH_PROMPTS_PATH
+
+
+def test_shipped_prompt_set_holds_no_near_duplicates():
+    rows = load_prompts(BENCH_PROMPTS_PATH, None, None)
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            assert similarity(a["prompt"], b["prompt"]) < NEAR_DUPLICATE, (a["id"], b["id"])
+
+
+def test_loader_keeps_the_first_of_near_duplicates_and_says_so(tmp_path, capsys):
+    codec = "class Codec(codecs.Codec):\n    def encode(self, input, errors='strict'):\n"
+    rows = [
+        {"id": "a", "type": "code", "prompt": codec},
+        {"id": "b", "type": "code", "prompt": codec.replace("strict", "ignore")},
+        {"id": "c", "type": "code", "prompt": "def quicksort(items):\n"},
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [r["id"] for r in load_prompts(path, None, None)] == ["a", "c"]
+    assert "near-duplicate prompt(s) of earlier ones: b" in capsys.readouterr().err
 
 
 def test_shipped_prompt_set_has_code_and_prose():
@@ -53,6 +73,8 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
             "12",
             "--budget",
             "8",
+            "--budgets",
+            "2,8",
             "--json",
         ],
         capture_output=True,
@@ -89,6 +111,20 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
     assert report["ar"]["speedup_iqr"] == [1.0, 1.0] and report["ar"]["repeat_spread"] == 0
     # The drafter's cache is memory AR does not need.
     assert report["ddtree"]["kv_cache_peak_mib"] > report["ar"]["kv_cache_peak_mib"]
+    # Each budget is an arm of its own (the DDTree arm's budget 8 is not run twice).
+    dd = report["ddtree"]
+    assert list(dd["by_budget"]) == ["2", "8"]
+    for b, row in dd["by_budget"].items():
+        assert row["lossless_vs_ar"] is True, b
+        assert set(row["by_type"]) == {"code", "prose"}
+        for s in (row["all"], *row["by_type"].values()):
+            assert s["commit_mean"] >= 1.0 and s["step_ms"] > 0 and s["verify_ms"] > 0
+            assert s["speedup_iqr"][0] <= s["speedup_vs_ar"] <= s["speedup_iqr"][1]
+    assert dd["by_budget"]["8"]["all"]["commit_mean"] == dd["commit_mean"]
+    assert set(dd["best_budget"]) == {"all", "code", "prose"}
+    all_rows = {b: r["all"]["speedup_vs_ar"] for b, r in dd["by_budget"].items()}
+    assert all_rows[str(dd["best_budget"]["all"])] == max(all_rows.values())
+    assert dd["budget_is_best"] == (dd["best_budget"]["all"] == 8)
 
 
 def test_bench_rejects_unknown_method(tiny_pair):

@@ -23,6 +23,7 @@ SGLANG_DECODE_RE = (
     r".*?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)"
 )
 TIMESTAMP_RE = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] "
+# The repository root, not tests/: run from tests/, `-m engine.cli` would import tests/engine.
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -16,8 +16,9 @@ from starlette.testclient import TestClient
 from tokenizers import processors
 
 from engine.decode import RoundStats, Step
-from engine.serve.app import build_state, create_app
+from engine.serve.app import create_app
 from engine.serve.args import check_against_bundle, parse_serve_args
+from engine.serve.state import build_state
 from engine.tokenizer import byte_tokenizer
 
 TOK = byte_tokenizer()

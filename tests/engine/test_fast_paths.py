@@ -1,0 +1,66 @@
+"""The inference fast paths change how a forward is computed, never what is decoded:
+oneDNN matmuls for multi-row inputs (engine.model.linear) give the tokens the plain
+F.linear path gives, for every method, on the bundled pair and on a random one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import engine.model as model
+from engine.checkpoint import load_bundle
+from engine.decode import Decoder
+from engine.tiny import make_random_pair
+
+PROMPT = [ord(c) for c in "def add(a, b):\n    return a + b\n\nclass Stack:\n    def push("]
+needs_onednn = pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"
+)
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    t, d = make_random_pair(tmp_path_factory.mktemp("fast"), seed=3, block_size=8)
+    return {"random": load_bundle(t, d), "bundled": load_bundle()}
+
+
+def _decode(bundle, method, budget=None):
+    dec = Decoder(bundle.target, bundle.drafter, method=method, budget=budget)
+    return dec.generate(PROMPT, max_new_tokens=40, ignore_eos=True)
+
+
+@needs_onednn
+@pytest.mark.parametrize("which", ["random", "bundled"])
+def test_onednn_and_plain_matmuls_decode_the_same_tokens(bundles, which, monkeypatch):
+    b = bundles[which]
+    fast = {m: _decode(b, m, 4 if m == "ddtree" else None) for m in ("ar", "dflash", "ddtree")}
+    monkeypatch.setattr(model, "_ONEDNN", False)
+    plain = {m: _decode(b, m, 4 if m == "ddtree" else None) for m in ("ar", "dflash", "ddtree")}
+    for m in fast:
+        assert fast[m].tokens == plain[m].tokens == plain["ar"].tokens, m
+        assert [r.commit_len for r in fast[m].rounds] == [r.commit_len for r in plain[m].rounds]
+
+
+@needs_onednn
+def test_linear_takes_onednn_only_for_several_rows_of_a_column_major_weight(monkeypatch):
+    calls = []
+    real = torch.ops.mkldnn._linear_pointwise
+
+    class Spy:
+        def __call__(self, *args):
+            calls.append(args[0].shape)
+            return real(*args)
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", Spy())
+    w = torch.randn(48, 32)
+    col = w.t().contiguous().t()
+    with torch.inference_mode():
+        for rows in (1, model.ONEDNN_MIN_ROWS - 1, model.ONEDNN_MIN_ROWS, 16):
+            x = torch.randn(1, rows, 32)
+            torch.testing.assert_close(model.linear(x, col), F.linear(x, w))
+        model.linear(torch.randn(1, 16, 32), w)  # row-major: F.linear
+    assert calls == [(1, model.ONEDNN_MIN_ROWS, 32), (1, 16, 32)]
+    x = torch.randn(1, 16, 32, requires_grad=True)
+    model.linear(x, col).sum().backward()  # training keeps autograd's F.linear
+    assert len(calls) == 2 and x.grad is not None
