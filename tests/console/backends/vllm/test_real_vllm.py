@@ -151,6 +151,35 @@ def test_logs_show_vllms_own_lines(vllm_tier: Tier) -> None:
     assert "SpecDecoding metrics: Mean acceptance length:" in done.stdout
 
 
+def test_the_same_server_over_the_test_sshd(vllm_tier: Tier, sshd_server, tmp_path) -> None:
+    """A second profile reaches the running server through SSH to the test sshd (same
+    state dir, so the same supervisor files): status and a prompt's figures hold there."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd_server.known_hosts_line())
+    name = "vllm-over-ssh"
+    done = vllm_tier.cli(
+        "hosts", "add", name, "--engine", "vllm", "--ssh", "testhost",
+        "--ssh-config", str(sshd_server.ssh_config), "--identity-file",
+        str(sshd_server.client_key), "--known-hosts", str(known), "--venv", str(vllm_tier.venv),
+        "--port", str(vllm_tier.port), "--state-dir", str(vllm_tier.home / "state"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # the profile names its own service: point it at the tier's engine state
+    (vllm_tier.home / "state" / name).symlink_to(vllm_tier.state)
+    status = vllm_tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["method"] == "dflash"
+    before = vllm_tier.metrics()
+    out = vllm_tier.json(
+        "prompt", name, "--text-type", "repetitive", "--context", "200", "--max-tokens", "120",
+        "--no-store",
+    )  # fmt: skip
+    after = vllm_tier.metrics()
+    (sample,) = out["samples"]
+    assert sample["verify_steps"] == _delta(before, after, DRAFTS)
+    assert sample["completion_tokens"] == _delta(before, after, GENERATED) == 120
+    print(f"over ssh: {sample['verify_steps']} rounds = vllm:spec_decode_num_drafts delta")
+
+
 def _prompts() -> dict[str, list[int]]:
     from engine.tokenizer import Tokenizer
 
