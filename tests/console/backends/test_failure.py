@@ -31,3 +31,25 @@ def test_a_fatal_python_error_comes_first_and_a_bare_traceback_gives_its_excepti
     bare = ["Traceback (most recent call last):", '  File "m.py"', "ValueError: bad port 'x'"]
     assert root_cause(bare) == "ValueError: bad port 'x'"
     assert root_cause(["INFO all good", "INFO still good"]) == ""
+
+
+def test_a_followed_start_that_exits_carries_the_root_cause_and_hint() -> None:
+    from console.service.lifecycle import Lifecycle
+    from console.service.supervisor import SupervisorState
+
+    adapter = get_adapter("vllm")
+    machine = Lifecycle(adapter.parse_log, diagnose=adapter.diagnose_failure)
+    machine.starting("starting vllm")
+    for line in VLLM_CRASH[:3]:
+        machine.feed_log(line)
+    machine.feed_supervisor(SupervisorState("exited", pid=1, exit_code=1))
+    assert machine.current.state == "failed" and "failed to start" in machine.current.root_cause
+    # the authoritative log read from the host afterwards (all of it) refines the cause
+    serve = [
+        "Traceback (most recent call last):",
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for vllm",
+    ]
+    machine.with_log_tail(serve)
+    event = machine.current
+    assert event.root_cause.endswith("No package metadata was found for vllm")
+    assert "vllm.entrypoints.openai.api_server" in event.hint and event.log_tail == tuple(serve)
