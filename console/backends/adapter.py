@@ -156,6 +156,9 @@ class EngineAdapter(ABC):
     flags_source: str = ""
     #: per parser part, the `module:attr` spellings of each release, newest first
     parser_modules: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: JSON-object flags checked against the config class the engine builds from them:
+    #: {"dest", "flag", "class": [module:attr, ...], "literal_fields": [...]}
+    config_checks: ClassVar[tuple[dict[str, Any], ...]] = ()
     #: help invocations to try, in order, when the parser cannot be built
     help_args: tuple[str, ...] = ("--help",)
 
@@ -166,6 +169,7 @@ class EngineAdapter(ABC):
             "package": self.package,
             "source": self.flags_source,
             "modules": {k: list(v) for k, v in self.parser_modules.items()},
+            "config_checks": list(self.config_checks),
         }
         return {"op": op, "kind": self.kind, "engine": engine, **extra}
 

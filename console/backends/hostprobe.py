@@ -24,6 +24,7 @@ engines print warnings on both streams while importing, so everything else is no
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -283,8 +284,54 @@ def dump(kind, engine):
     return {"fingerprint": fingerprint(kind, engine), "parser": source, "actions": actions}
 
 
+def _literal_values(annotation):
+    """The allowed values of a `Literal[...]` (inside Optional/Union), or None."""
+    import typing
+
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(v) for v in typing.get_args(annotation)]
+    for arg in typing.get_args(annotation):
+        found = _literal_values(arg)
+        if found:
+            return found
+    return None
+
+
+def check_json_config(namespace, spec):
+    """A JSON-object flag (vLLM's `--speculative-config`) against the config class the
+    engine builds from it: every key a field of the class, each `Literal` field one of its
+    values. argparse accepts any JSON there; the engine would refuse it only at start."""
+    import difflib
+    import typing
+
+    value = getattr(namespace, spec["dest"], None)
+    if not isinstance(value, dict):
+        return
+    cls = _import_first(spec["class"])
+    fields = getattr(cls, "__dataclass_fields__", None) or getattr(cls, "model_fields", {})
+    flag = spec["flag"]
+    for key in value:
+        if key not in fields:
+            near = difflib.get_close_matches(key, list(fields), n=1)
+            hint = f"; did you mean {near[0]!r}" if near else ""
+            raise ValueError(f"{flag}: {cls.__name__} has no key {key!r}{hint}")
+    hints = typing.get_type_hints(cls)
+    for name in spec.get("literal_fields") or []:
+        if value.get(name) is None:
+            continue
+        allowed = _literal_values(hints.get(name))
+        if allowed and str(value[name]) not in allowed:
+            near = difflib.get_close_matches(str(value[name]), allowed, n=1)
+            hint = f"; did you mean {near[0]!r}" if near else ""
+            raise ValueError(
+                f"{flag}: unknown {name} {value[name]!r}{hint} (this install defines "
+                f"{', '.join(sorted(allowed))})"
+            )
+
+
 def check(kind, argv, engine):
     parser, source, validate = BUILDERS[kind]((engine or {}).get("modules"))
+    config_checks = (engine or {}).get("config_checks") or []
 
     def refuse(message):
         raise ParseRefused(str(message))
@@ -294,6 +341,10 @@ def check(kind, argv, engine):
         namespace = parser.parse_args(list(argv))
         if validate is not None:
             validate(namespace)
+        for spec in config_checks:
+            # a release without such a class is left to judge at start
+            with contextlib.suppress(ProbeError):
+                check_json_config(namespace, spec)
     except ParseRefused as exc:
         return {"ok": False, "error": str(exc), "stage": "parse_args", "parser": source}
     except SystemExit as exc:  # a parser that exits by itself instead of calling error()

@@ -165,6 +165,12 @@ async def stored_live_window(store: RunStore | None, host: str, window_s: float)
     now = time.time()
     samples = await store.live_since(host, now - window_s) if store is not None else []
     window = live_window(samples, window_s=window_s, now=now)
+    if window is None and samples:
+        raise MeasureError(
+            f"The {len(samples)} live samples for {host} in the last {window_s:.0f} s lack a "
+            "figure a verdict needs (tok/s, commit, step time and context together); watch "
+            "it while it decodes, or pass --observed."
+        )
     if window is None:
         raise MeasureError(
             f"No live samples for {host} in the last {window_s:.0f} s; run `specconsole "

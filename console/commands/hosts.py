@@ -6,6 +6,7 @@ import argparse
 import json
 
 from console import config as profiles
+from console.backends import ADAPTERS
 from console.commands.base import HostCommand, Parser
 from console.errors import ConfigError
 
@@ -101,7 +102,7 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     add.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
     add.add_argument("--identity-file", help="private key file")
     add.add_argument("--known-hosts", help="known_hosts file (default ~/.ssh/known_hosts)")
-    add.add_argument("--engine", choices=["builtin", "sglang", "vllm"], default="builtin")
+    add.add_argument("--engine", choices=sorted(ADAPTERS), default="builtin")
     launcher = add.add_mutually_exclusive_group()
     launcher.add_argument("--python", help="python interpreter on the host that has the engine")
     launcher.add_argument("--venv", help="virtualenv directory on the host")

@@ -70,6 +70,16 @@ class VLLMAdapter(EngineAdapter):
             "vllm.entrypoints.openai.cli_args:validate_parsed_serve_args",
         ),
     }
+    # argparse takes any JSON for --speculative-config; its keys and method are checked
+    # against the installed release's own SpeculativeConfig before anything restarts.
+    config_checks: ClassVar[tuple[dict[str, Any], ...]] = (
+        {
+            "dest": "speculative_config",
+            "flag": "--speculative-config",
+            "class": ["vllm.config:SpeculativeConfig", "vllm.config.speculative:SpeculativeConfig"],
+            "literal_fields": ["method"],
+        },
+    )
     # Since 0.10 plain `--help` lists only the config groups; `--help=all` lists the flags.
     help_args = ("--help=all", "--help")
 

@@ -25,6 +25,44 @@ VLLM_ITL_COUNT = (
     "vllm:inter_token_latency_seconds_count",
     "vllm:time_per_output_token_seconds_count",
 )
+# Finished requests' lengths (one observation per request) and the KV cache in use.
+PROMPT_SUM, PROMPT_COUNT = "vllm:request_prompt_tokens_sum", "vllm:request_prompt_tokens_count"
+GENERATED_SUM = "vllm:request_generation_tokens_sum"
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+CACHE_INFO = "vllm:cache_config_info"
+
+
+def _kv_capacity(scrape: MetricsScrape) -> float | None:
+    """Tokens the KV cache holds, from `cache_config_info`'s labels (its value is 1)."""
+    for sample in scrape.samples.get(CACHE_INFO, []):
+        labels = sample.labels
+        size = labels.get("kv_cache_size_tokens")
+        if size and size.isdigit():
+            return float(size)
+        blocks, block = labels.get("num_gpu_blocks"), labels.get("block_size")
+        if blocks and block and blocks.isdigit() and block.isdigit():
+            return float(blocks) * float(block)
+    return None
+
+
+def window_context(prev: MetricsScrape, cur: MetricsScrape) -> tuple[int | None, str]:
+    """The decode context of the window and how it was found.
+
+    Requests that finished in the window: their mean prompt plus half their mean output,
+    which is how a measured request's decode context is defined (exact). Otherwise the
+    KV cache in use at the scrape over the running requests (block-granular: vLLM on CPU
+    allocates 128-token blocks); None when nothing runs."""
+    finished = metrics_delta(prev, cur, PROMPT_COUNT)
+    prompt = metrics_delta(prev, cur, PROMPT_SUM)
+    output = metrics_delta(prev, cur, GENERATED_SUM)
+    if finished and finished > 0 and prompt is not None and output is not None:
+        return round((prompt + output / 2) / finished), ""
+    usage, capacity = cur.first_of(*KV_USAGE), _kv_capacity(cur)
+    running = cur.total(VLLM_RUNNING)
+    if usage and capacity and running and running > 0:
+        note = "context from the KV cache in use (block-granular)"
+        return round(usage * capacity / running), note
+    return None, ""
 
 
 def sample_from_log_line(line: str, when: float) -> LiveSample | None:
@@ -83,15 +121,17 @@ def sample_from_scrapes(prev: MetricsScrape, cur: MetricsScrape) -> LiveSample |
         note = WALL_CLOCK_NOTE
     if step is None and commit is not None and tok_s:
         step = commit / tok_s
+    context, context_note = window_context(prev, cur)
     return LiveSample(
         t=cur.t,
         source="metrics",
         tok_s=tok_s,
         commit_len=commit,
         step_time_s=step,
+        context_tokens=context,
         queue=as_count(cur.total(VLLM_WAITING)),
         running=as_count(cur.total(VLLM_RUNNING)),
-        note=note,
+        note="; ".join(n for n in (note, context_note) if n),
         spec_source=VLLM_COUNTERS if commit is not None else None,
         per_position=vllm_position_rates(prev, cur),
     )

