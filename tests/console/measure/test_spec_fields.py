@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from console.measure import spec_fields
+from console.backends import spec_details
+from console.backends.sglang import spec_fields as sglang_fields
+from console.backends.vllm import spec_fields as vllm_fields
 from console.measure.live_samples import sample_from_scrapes
 from console.measure.request_measurement import RequestSpec, measure_request
 from console.service.engine_client import EngineClient, parse_metrics
@@ -32,7 +34,7 @@ def _scrape(name: str, t: float) -> object:
     return parse_metrics((FIXTURES / name).read_text(), t=t)
 
 
-def _check_request(spec: spec_fields.SpecDetails | None, source: str) -> None:
+def _check_request(spec: spec_details.SpecDetails | None, source: str) -> None:
     assert spec is not None and spec.source == source
     assert spec.verify_steps == 20 and spec.accepted_drafts == 37
     assert spec.commit_len == pytest.approx(2.85)
@@ -50,13 +52,13 @@ def test_live_sglang_sample_prefers_the_counter_over_the_gauge() -> None:
     before = _scrape("sglang_metrics_before.txt", 100.0)
     after = _scrape("sglang_metrics_after.txt", 101.0)
     sample = sample_from_scrapes(before, after)
-    assert sample is not None and sample.spec_source == spec_fields.SGLANG_VERIFY_COUNTER
+    assert sample is not None and sample.spec_source == sglang_fields.SGLANG_VERIFY_COUNTER
     assert sample.commit_len == pytest.approx(2.9) and sample.tok_s == pytest.approx(114.0)
     # an SGLang without the counter: the last interval's gauge, and it says so
     old_before = parse_metrics(_without_counter("sglang_metrics_before.txt"), t=100.0)
     old_after = parse_metrics(_without_counter("sglang_metrics_after.txt"), t=101.0)
     old = sample_from_scrapes(old_before, old_after)
-    assert old is not None and old.spec_source == spec_fields.SGLANG_GAUGE
+    assert old is not None and old.spec_source == sglang_fields.SGLANG_GAUGE
     assert old.commit_len == pytest.approx(2.6)
 
 
@@ -71,7 +73,7 @@ def test_live_sglang_counter_moves_between_gauge_refreshes() -> None:
         for a, b in zip(after_text.splitlines(), before_text.splitlines(), strict=True)
     )
     sample = sample_from_scrapes(before, parse_metrics(mixed, t=101.0))
-    assert sample is not None and sample.spec_source == spec_fields.SGLANG_VERIFY_COUNTER
+    assert sample is not None and sample.spec_source == sglang_fields.SGLANG_VERIFY_COUNTER
     assert sample.commit_len == pytest.approx(2.9)
     assert sample.tok_s is None and sample.step_time_s is None  # no fresh rate to pair it with
 
@@ -80,7 +82,7 @@ def test_live_vllm_sample_carries_per_position_acceptance() -> None:
     before = _scrape("vllm_metrics_before.txt", 100.0)
     after = _scrape("vllm_metrics_after.txt", 101.0)
     sample = sample_from_scrapes(before, after)
-    assert sample is not None and sample.spec_source == spec_fields.VLLM_COUNTERS
+    assert sample is not None and sample.spec_source == vllm_fields.VLLM_COUNTERS
     assert sample.commit_len == pytest.approx(2.85)
     assert sample.per_position == pytest.approx(POSITIONS)
 
@@ -137,7 +139,7 @@ async def test_measured_sglang_request_records_its_spec_details(served) -> None:
         sample = await measure_request(client, "sglang", SPEC, flags_hash="h")
     finally:
         await client.close()
-    assert sample.spec_source == spec_fields.SGLANG_META and sample.verify_steps == 20
+    assert sample.spec_source == sglang_fields.SGLANG_META and sample.verify_steps == 20
     assert sample.spec is not None and sample.spec["histogram"] == HISTOGRAM
     assert sample.spec["commit_len"] == pytest.approx(2.85)
 
@@ -145,8 +147,8 @@ async def test_measured_sglang_request_records_its_spec_details(served) -> None:
 @pytest.mark.parametrize(
     ("fixture", "source"),
     [
-        ("vllm_completion_detailed.json", spec_fields.VLLM_PER_REQUEST),
-        ("sglang_completion_sglext.json", spec_fields.SGLANG_SGLEXT),
+        ("vllm_completion_detailed.json", vllm_fields.VLLM_PER_REQUEST),
+        ("sglang_completion_sglext.json", sglang_fields.SGLANG_SGLEXT),
     ],
 )
 async def test_measured_completion_prefers_the_per_request_block(served, fixture, source) -> None:
@@ -171,6 +173,6 @@ async def test_measured_completion_without_the_block_uses_counter_deltas(served)
         sample = await measure_request(client, "vllm", SPEC, flags_hash="h", model="m")
     finally:
         await client.close()
-    assert sample.spec_source == spec_fields.VLLM_METRICS_DELTA and sample.verify_steps == 20
+    assert sample.spec_source == vllm_fields.VLLM_METRICS_DELTA and sample.verify_steps == 20
     assert sample.spec is not None and sample.spec["histogram"] is None
     assert sample.spec["per_position"] == pytest.approx(POSITIONS)
