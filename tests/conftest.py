@@ -26,6 +26,7 @@ SLOW_FIXTURES = frozenset(
     {
         "server",  # `specengine serve` on the tiny pair (tests/engine)
         "engine",  # a builtin engine process (live samples)
+        "started_engine",  # the bundled engine for a module (tests/console/conftest.py)
         "local_engine",  # `local` started through the console (web, tmux)
         "local_host",  # a builtin engine profile that measurement commands start
         "host",  # the break-even end-to-end host

@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from console.config import HostProfile, SSHProfile
 from console.service import EngineService
 from console.transport import SSHOptions
+from tests.console.factories import builtin_profile
 from tests.console.sshd import SSHD, SSHServer, run_sshd
 from tests.console.sshd_restart import RestartableSSHD, run_restartable_sshd
 
@@ -107,3 +109,16 @@ def ssh_options(sshd_server: SSHServer, tmp_path: Path) -> SSHOptions:
         connect_timeout=10,
         keepalive_interval=5,
     )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def started_engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[EngineService]:
+    """The bundled engine started once for a test module (named after it, its state in a
+    temp dir), stopped when the module's tests are done. Its tests share one event loop
+    with it: `pytest.mark.asyncio(loop_scope="module")`."""
+    name = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
+    profile = builtin_profile(name, tmp_path_factory.mktemp(name) / "state")
+    async with engine_service(profile, start=True) as svc:
+        yield svc

@@ -1,10 +1,35 @@
-"""Records with every field set, for the tests of everything that stores or shows them."""
+"""Records with every field set, for the tests of everything that stores or shows them, and
+the host profile of a bundled engine that a test starts for real."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from console.analysis.records import LiveSample, RequestSample, RunInfo
+from console.config import FlagValue, HostProfile, LaunchProfile, SSHProfile
+from tests.ports import free_port
+
+NO_WARMUP: dict[str, FlagValue] = {"skip-server-warmup": True}
+
+
+def builtin_profile(
+    name: str,
+    state_dir: Path | str,
+    *,
+    flags: dict[str, FlagValue] | None = None,
+    ssh: SSHProfile | None = None,
+    **fields: Any,
+) -> HostProfile:
+    """The bundled engine as a test starts it: run by this interpreter (so it imports the
+    code under test), on a free port, its state in `state_dir`, without the server's
+    warm-up request unless `flags` say otherwise; on this machine, or over `ssh`."""
+    return HostProfile(
+        name=name, engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
+        port=free_port(), flags=dict(NO_WARMUP if flags is None else flags),
+        state_dir=str(state_dir), **fields,
+    )  # fmt: skip
 
 
 def request_sample(

@@ -4,18 +4,16 @@ flag restart) gives the table and JSON shapes, and the engine ends on its own fl
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from console.analysis.sample_size import SampleTarget
 from console.cli import build_parser
-from console.config import HostProfile, LaunchProfile
 from console.experiments.verdict_bench import OUTPUT, SCENARIOS, run_bench
 from console.measure.session import MeasureSession
 from tests.console.conftest import engine_service
-from tests.ports import free_port
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 
@@ -39,10 +37,7 @@ def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
 async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     tmp_path: Path,
 ) -> None:
-    profile = HostProfile(
-        name="bench-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("bench-local", tmp_path / "state")
     async with engine_service(profile, start=True) as service:
         original = dict((await service.current_config()).flags)
         result = await run_bench(

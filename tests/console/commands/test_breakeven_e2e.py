@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from console.config import HostProfile, LaunchProfile, save_profile
-from tests.ports import free_port
+from console.config import save_profile
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
@@ -31,10 +31,7 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[str]:
-    profile = HostProfile(
-        name="belocal", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("belocal", tmp_path / "state")
     save_profile(profile)
     started = _cli("start", "belocal", "--wait")
     assert started.returncode == 0, started.stderr

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from console.config import HostProfile, LaunchProfile, save_profile
+from console.config import HostProfile, save_profile
 from console.service import EngineService
 from tests.console.commands.test_history_cli import one_sentence_error
 from tests.console.conftest import engine_service
-from tests.ports import free_port
+from tests.console.factories import builtin_profile
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -26,10 +26,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def _profile(tmp_path: Path) -> HostProfile:
-    profile = HostProfile(
-        name="cal-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("cal-local", tmp_path / "state")
     save_profile(profile)
     return profile
 

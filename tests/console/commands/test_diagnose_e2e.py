@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from console.config import HostProfile, LaunchProfile, save_profile
-from tests.ports import free_port
+from console.config import save_profile
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
@@ -29,10 +29,7 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[str]:
-    save_profile(HostProfile(
-        name="dlocal", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    ))  # fmt: skip
+    save_profile(builtin_profile("dlocal", tmp_path / "state"))  # fmt: skip
     try:
         yield "dlocal"
     finally:

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
+from console.config import HostProfile, SSHProfile, save_profile
 from console.measure import methods
 from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
 from tests.console.conftest import engine_service, ssh_profile_for
+from tests.console.factories import builtin_profile
 from tests.console.sshd_restart import RestartableSSHD
-from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
@@ -41,10 +41,7 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def _profile(name: str, tmp_path: Path, ssh: SSHProfile | None = None) -> HostProfile:
-    profile = HostProfile(
-        name=name, engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags=dict(FLAGS), state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile(name, tmp_path / "state", flags=dict(FLAGS), ssh=ssh)
     save_profile(profile)
     return profile
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from console.config import HostProfile, LaunchProfile, save_profile
+from console.config import save_profile
 from console.service import EngineService
 from tests.console.conftest import engine_service
-from tests.ports import free_port
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
@@ -33,10 +33,7 @@ POINTS = ("--baseline-contexts", "64,512", "--baseline-output", "48")
 
 @pytest_asyncio.fixture
 async def service(tmp_path: Path) -> AsyncIterator[EngineService]:
-    profile = HostProfile(
-        name="parsers-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("parsers-local", tmp_path / "state")
     save_profile(profile)  # for the CLI below (isolated config dir)
     async with engine_service(profile, start=True) as svc:
         yield svc

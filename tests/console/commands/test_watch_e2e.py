@@ -25,13 +25,13 @@ import pytest
 import pytest_asyncio
 
 from console.analysis.records import LiveSample
-from console.config import HostProfile, LaunchProfile, SSHProfile, save_profile
+from console.config import HostProfile, SSHProfile, save_profile
 from console.measure.live import RECONNECTED, LiveSeries, is_link_sample
 from console.measure.live_samples import sample_from_log_line
 from console.service import EngineService
 from tests.console.conftest import engine_service, ssh_profile_for
+from tests.console.factories import builtin_profile
 from tests.console.sshd_restart import RestartableSSHD
-from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
@@ -40,10 +40,7 @@ FLAGS = {"skip-server-warmup": True, "decode-log-interval": 10}
 
 
 def _profile(name: str, tmp_path: Path, ssh: SSHProfile | None = None) -> HostProfile:
-    return HostProfile(
-        name=name, engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags=dict(FLAGS), state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    return builtin_profile(name, tmp_path / "state", flags=dict(FLAGS), ssh=ssh)
 
 
 class Proc:

@@ -8,21 +8,15 @@ stays short on two cores.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from console.analysis.comparison import FigurePair
 from console.analysis.sample_size import SampleTarget
-from console.config import HostProfile, LaunchProfile
 from console.experiments.baseline import BaselinePlan, BaselineRow, apply_with_baseline
 from console.service import EngineService
 from console.store import RunStore, compare
-from tests.console.conftest import engine_service
-from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [
@@ -35,15 +29,9 @@ BUDGET = "speculative-ddtree-budget"
 TARGET = SampleTarget(target_rel=0.05, min_repeat=4, max_repeat=6)  # 2-3 rounds of 2 passages
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EngineService]:
-    root = tmp_path_factory.mktemp("pooled")
-    profile = HostProfile(
-        name="pooled-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(root / "state"),
-    )  # fmt: skip
-    async with engine_service(profile, start=True) as svc:
-        yield svc
+@pytest.fixture(scope="module")
+def service(started_engine: EngineService) -> EngineService:
+    return started_engine
 
 
 # A tiny baseline: one short context, few tokens, both text types.

@@ -4,16 +4,14 @@ bound below holds on any host, however loaded), and without it rounds are far sh
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from console.config import HostProfile, LaunchProfile
 from console.measure import methods
 from console.measure.session import MeasureSession
 from tests.console.conftest import engine_service
-from tests.ports import free_port
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.asyncio]
@@ -22,10 +20,7 @@ DELAY_MS = 40.0
 
 
 async def test_debug_round_delay_lands_in_every_rounds_step_time(tmp_path: Path) -> None:
-    profile = HostProfile(
-        name="delay-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("delay-local", tmp_path / "state")
     async with engine_service(profile, start=True) as service:
         schema = await service.schema()
         assert "debug-round-delay-ms" in schema.schema.flags  # read from the engine's parser

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import random
 import string
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from console.analysis.decompose import explain, fit, pooled_tok_s
-from console.config import HostProfile, LaunchProfile
 from console.measure import methods
 from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureError, MeasureSession
 from console.service import EngineService
 from console.store import RunStore
-from tests.console.conftest import engine_service
-from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
@@ -40,15 +34,9 @@ def _random_text(path: Path) -> Path:
     return path
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EngineService]:
-    root = tmp_path_factory.mktemp("measure")
-    profile = HostProfile(
-        name="measure-local", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(root / "state"),
-    )  # fmt: skip
-    async with engine_service(profile, start=True) as svc:
-        yield svc
+@pytest.fixture(scope="module")
+def service(started_engine: EngineService) -> EngineService:
+    return started_engine
 
 
 @pytest.fixture(scope="module")

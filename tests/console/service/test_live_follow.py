@@ -5,7 +5,6 @@ quiet, too), and after a log rotation prints the new file."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -14,12 +13,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from console.config import HostProfile, LaunchProfile
 from console.service import EngineService
 from console.transport import open_transport
 from tests.console.conftest import ssh_profile_for
+from tests.console.factories import builtin_profile
 from tests.console.sshd_restart import RestartableSSHD
-from tests.ports import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,10 +28,7 @@ async def service(
 ) -> AsyncIterator[tuple[EngineService, Path]]:
     server = restartable_sshd.server
     ssh = ssh_profile_for(server, tmp_path)
-    profile = HostProfile(
-        name="gpu-flaky", engine="builtin", ssh=ssh, launch=LaunchProfile(python=sys.executable),
-        port=free_port(), state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+    profile = builtin_profile("gpu-flaky", tmp_path / "state", flags={}, ssh=ssh)
     transport = open_transport(profile)
     svc = EngineService(profile, transport)
     log = Path((await svc.files()).log)

@@ -5,28 +5,23 @@ one action at a time (a restart while a sweep runs is refused with what is runni
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 
-from console.config import HostProfile, LaunchProfile
 from console.measure import methods
 from console.measure.session import MeasureSession
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceBusy
 from console.transport import open_transport
-from tests.ports import free_port
+from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
 async def test_session_client_subscription_and_one_action_at_a_time(tmp_path: Path) -> None:
-    profile = HostProfile(
-        name="session", engine="builtin", launch=LaunchProfile(python=sys.executable),
-        port=free_port(), flags={"skip-server-warmup": True}, state_dir=str(tmp_path / "s"),
-    )  # fmt: skip
+    profile = builtin_profile("session", tmp_path / "s")
     transport = open_transport(profile)
     service = EngineService(profile, transport)
     seen: list[LifecycleEvent] = []
