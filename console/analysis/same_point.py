@@ -7,7 +7,9 @@ each with its paired interval (`pairing.paired_figures`, drift included):
 - commit equal (exactly, under greedy decoding) and step time moved beyond noise and
   drift: "not physics: step time +27% at the same context and text (the host or the
   engine got slower)";
-- neither: "within noise" (the interval of tok/s holds no change).
+- neither: "physics: within noise" (the interval of tok/s holds no change: nothing moved
+  that the same context and text would not move), one of the verdict's three outcomes
+  like the others, so every path scores the same way.
 A baseline before and after a flag change reads the same sentence for each point, so the
 check names the factor that is off. Pure: no I/O.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from console.analysis.pairing import PairedChange, PairedFigures
 
-Outcome = str  # "within noise" | "not physics" | "not enough evidence"
+Outcome = str  # "physics" | "not physics" | "not enough evidence"
 
 
 def _moved(figures: PairedFigures, name: str) -> PairedChange | None:
@@ -87,8 +89,9 @@ def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdic
         headline = (f"Not enough evidence: tok/s {tok.text()} rests on too few rounds to "
                     "resample; measure more rounds of the same passages")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
-    headline = f"Within noise: tok/s {tok.text()}, neither commit nor step time moved"
-    return SamePointVerdict("within noise", headline, None, figures, label)
+    headline = (f"Physics: within noise at the same context and text: tok/s {tok.text()}, "
+                "neither commit nor step time moved")  # fmt: skip
+    return SamePointVerdict("physics", headline, None, figures, label)
 
 
 def factor_sentence(verdict: SamePointVerdict) -> str:

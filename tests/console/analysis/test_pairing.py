@@ -56,7 +56,7 @@ def test_unbalanced_passages_do_not_fake_an_acceptance_change() -> None:
     assert row.commit_len.change_text() == "no change (exact)"
     assert not row.commit_len.finding and not row.decode_tok_s.finding
     assert row.moved == "neither factor moved beyond noise"
-    assert row.verdict is not None and row.verdict.outcome == "within noise"
+    assert row.verdict is not None and row.verdict.outcome == "physics"
 
 
 def test_a_drift_between_blocks_is_inside_the_interval_once_measured() -> None:

@@ -54,7 +54,7 @@ def _within_noise(data: dict) -> None:
     for row in data["rows"]:
         where = f"{row['text_type']} at {row['context']}"
         assert row["factors_moved"] == [], f"{where}: {row['moved']}"
-        assert row["verdict"]["outcome"] == "within noise", row["verdict"]["headline"]
+        assert row["verdict"]["outcome"] == "physics", row["verdict"]["headline"]
         commit = row["verdict"]["changes"]["commit_len"]
         assert commit["low"] == commit["high"] == 1.0 and commit["text"] == "no change (exact)"
         assert row["n_before"] == row["n_after"]  # the same rounds of the same passages

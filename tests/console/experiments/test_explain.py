@@ -89,7 +89,7 @@ async def test_the_same_point_twice_needs_no_sweep() -> None:
     done = await explain_runs(store, await store.run(a), await store.run(b))
     assert done.model_run is None
     # the same context and text on both sides: no model needed, the decomposition decides
-    assert done.pairs[0][1].outcome == "within noise", done.pairs[0][1].text()
+    assert done.pairs[0][1].outcome == "physics", done.pairs[0][1].text()
     assert "no model needed" in done.lines()[0]
     store.close()
 
@@ -151,5 +151,5 @@ async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> N
     assert "(the host or the engine got slower)" in verdict.headline
     assert done.drift.measured and "no model needed" in done.lines()[0]
     null = await explain_runs(store, await store.run(a), await store.run(same))
-    assert null.pairs[0][1].outcome == "within noise", null.pairs[0][1].text()
+    assert null.pairs[0][1].outcome == "physics", null.pairs[0][1].text()
     store.close()
