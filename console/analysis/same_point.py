@@ -60,6 +60,7 @@ class SamePointVerdict:
             "headline": self.headline,
             "factor": self.factor,
             "same_context_and_text": True,
+            "paired": self.figures.passages > 0,  # by passage, as every protocol figure
             "changes": {n: p.change_dict() for n, p in self.figures.pairs.items()},
             **self.figures.as_dict(),
         }

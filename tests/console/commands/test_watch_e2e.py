@@ -195,6 +195,13 @@ async def test_watch_and_logs_follow_survive_sshd_restart(
     try:
         await asyncio.sleep(4)  # the CLI followers connect and start tailing
         await _generate(port, 600)
+        # On a loaded machine the watch subprocess can attach after that request ended;
+        # then nothing more is logged for it to follow: decode until it has a sample.
+        for _ in range(6):
+            if any(json.loads(x)["source"] == "log" for x in list(watch.out)):
+                break
+            await asyncio.sleep(2)
+            await _generate(port, 200)
         before = decode_lines()
         assert before
 
