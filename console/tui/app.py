@@ -53,6 +53,7 @@ from console.tui.screens.logs import LogsScreen
 from console.tui.screens.prompt_lab import PromptLabScreen
 from console.tui.screens.service import ServiceScreen
 from console.tui.screens.sweeps import SweepsScreen
+from console.tui.screens.views_menu import ViewsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
 from console.tui.widgets.status_bar import state_text
@@ -61,7 +62,7 @@ __all__ = ["SpecConsoleApp", "default_connector", "one_line", "run_console"]  # 
 
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 # App actions that mean nothing before a host is open: the picker's footer hides them.
-NEEDS_HOST = frozenset({"view", "start", "restart", "stop", "rollback", "cancel"})
+NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback", "cancel"})
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
@@ -311,6 +312,16 @@ class SpecConsoleApp(FieldKeys, App[int]):
             return
         if name in VIEWS:
             self.switch_mode(name)
+
+    def action_views(self) -> None:
+        if self.service is None or isinstance(self.screen, ViewsScreen):
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.action_view(name)
+
+        self.push_screen(ViewsScreen(), chosen)
 
     def action_start(self) -> None:
         self.engine.start()

@@ -61,6 +61,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("prompt-lab", "p", "app.view('prompt')", "Prompt lab", "app"),
     KeySpec("sweeps", "w", "app.view('sweeps')", "Sweeps", "app"),
     KeySpec("history", "h", "app.view('history')", "History", "app"),
+    # the footer shows it in place of the view keys when they do not all fit
+    KeySpec("views", "g", "app.views", "Views", "app", show=False),
     # engine actions
     KeySpec("start", "S", "app.start", "Start engine", "app", show=False),
     KeySpec("restart", "R", "app.restart", "Restart engine", "app", show=False),
@@ -130,6 +132,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("info-close", "escape,enter", "close", "Close", "info"),
     KeySpec("hostkey-refuse", "escape", "refuse", "Refuse the key", "host key"),
     KeySpec("keys-close", "escape,question_mark,q", "app.pop_screen", "Close", "keys"),
+    KeySpec("views-close", "escape,g", "close", "Close", "views"),
 )  # fmt: skip
 
 BY_ID = {spec.id: spec for spec in KEYS}

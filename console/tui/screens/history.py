@@ -176,10 +176,12 @@ class HistoryScreen(ViewScreen):
         return True
 
     @on(Button.Pressed, "#hist-actions Button")
-    def _button(self, event: Button.Pressed) -> None:
+    async def _button(self, event: Button.Pressed) -> None:
+        # `run_action` is a coroutine: un-awaited, a click did nothing while the key
+        # (which Textual awaits) worked.
         for button_id, _key, _label, action in BUTTONS:
             if event.button.id == button_id:
-                self.run_action(action)
+                await self.run_action(action)
 
     @on(DataTable.RowSelected, "#hist-runs")
     def _opened(self) -> None:

@@ -54,6 +54,9 @@ class ServiceScreen(ViewScreen):
         self.query_one("#svc-info").border_title = "service"
         self.query_one("#svc-failure").border_title = "engine failed"
         self._failure_shown: tuple | None = None
+        for button_id, action in BUTTON_ACTIONS.items():  # the key in force, remaps included
+            button = self.query_one(f"#{button_id}", Button)
+            button.label = f"{str(button.label).split(' (')[0]} ({self.key_for(action)})"
         for name in ("status", "running"):
             watch_state(self, name, lambda _=None: self._show())
         watch_state(self, "lifecycle", self._on_event)

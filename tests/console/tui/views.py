@@ -57,25 +57,27 @@ async def settle(pilot: Pilot) -> None:
 
 def fill_history() -> None:
     """Two stored context sweeps of one host, the second with a smaller draft window."""
+    asyncio.run(store_history())
+
+
+async def store_history() -> None:
+    """`fill_history` from inside a running loop (an async test)."""
     from console.store import RunStore
 
-    async def fill() -> None:
-        store = RunStore.default()
-        for i, (flags, scale) in enumerate(
-            (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
-        ):
-            info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
-                           params={"contexts": [64, 256, 512, 1024]}, flags=flags,
-                           started_at=fakes.T0 + 600 * i)  # fmt: skip
-            run_id = await store.start_run(info)
-            for s in fakes.sweep_samples():
-                await store.add_request(run_id, s.__class__(**{
-                    **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
-                    "step_time_s": s.step_time_s / scale}))  # fmt: skip
-            await store.finish_run(run_id, "complete", None)
-        store.close()
-
-    asyncio.run(fill())
+    store = RunStore.default()
+    for i, (flags, scale) in enumerate(
+        (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
+    ):
+        info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
+                       params={"contexts": [64, 256, 512, 1024]}, flags=flags,
+                       started_at=fakes.T0 + 600 * i)  # fmt: skip
+        run_id = await store.start_run(info)
+        for s in fakes.sweep_samples():
+            await store.add_request(run_id, s.__class__(**{
+                **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
+                "step_time_s": s.step_time_s / scale}))  # fmt: skip
+        await store.finish_run(run_id, "complete", None)
+    store.close()
 
 
 def repeated_sweep() -> list:
