@@ -34,6 +34,7 @@ RUN_COLUMNS = (Col(""), Col("id"), Col("started"), Col("host", flex=True, min_wi
                Col("method"), Col("status", optional=True), Col("samples", optional=True),
                Col("flags"))  # fmt: skip
 BUTTONS = (
+    ("hist-mark-button", "history-mark", "Mark", "mark"),  # a mouse marks runs too
     ("hist-compare-button", "history-compare", "Compare", "compare"),
     ("hist-explain-button", "history-explain", "Explain", "explain"),
     ("hist-csv-button", "history-csv", "CSV", "export('csv')"),

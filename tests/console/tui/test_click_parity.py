@@ -23,6 +23,7 @@ from tests.console.tui import fakes, views
 
 # (view key, what to do first: keys, or "stage" an edit; button id, the key it stands for)
 CASES = [
+    ("h", ("down",), "#hist-mark-button", "space"),
     ("h", ("space", "down", "space"), "#hist-compare-button", "c"),
     ("h", ("space", "down", "space"), "#hist-explain-button", "v"),
     ("h", (), "#hist-csv-button", "E"),
@@ -78,6 +79,7 @@ async def _effect(tmp_path: Path, view: str, setup: tuple[str, ...] | str, do) -
             notes,
             _panel_titles(app) if _panel_titles(app) != before[1] else (),
             sorted(p.name for p in tmp_path.glob("specconsole-runs-*")),
+            list(getattr(app.screen, "marked", ())),  # History's marked runs
         )
 
 

@@ -23,7 +23,7 @@ from console.tui.screens.sweeps import SweepsScreen
 from console.tui.settings import TuiSettings
 from tests.console.tui import fakes
 
-TUI = Path(__file__).resolve().parents[2] / "console" / "tui"
+TUI = Path(__file__).resolve().parents[3] / "console" / "tui"
 APP_MODULE = "console.tui.app"
 
 
