@@ -57,6 +57,7 @@ class ActionRunner:
         call: Callable[[], Awaitable[Any]],
         on_result: Callable[[Any], None] | None = None,
         on_cancel: Callable[[], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> Worker | None:
         """Run one service call in a worker: progress shown, cancellable, errors as one
         sentence. A second action while one runs is refused, as the service would."""
@@ -83,6 +84,8 @@ class ActionRunner:
                 raise
             except Exception as exc:
                 app.notify(one_line(exc), severity="error", timeout=10)
+                if on_error is not None:
+                    on_error(one_line(exc))
             else:
                 if on_result is not None:
                     on_result(result)
@@ -111,6 +114,7 @@ class ActionRunner:
             lambda: call(tick),
             lambda result: answer(request, reply(result)),
             on_cancel=lambda: answer(request, ActionRefused(what, cancelled=True)),
+            on_error=lambda text: answer(request, ActionRefused(what, error=text)),
         )
         if worker is None:
             answer(request, ActionRefused(what))
@@ -216,8 +220,11 @@ class EngineActions:
         on_done: Callable[[bool], None] | None = None,
         *,
         baseline: bool = False,
+        options: dict[str, Any] | None = None,
     ) -> Worker | None:
-        """Write `plan`, restart and follow to ready, optionally between two baselines."""
+        """Write `plan`, restart and follow to ready, optionally between two baselines
+        (`options`: `apply_with_baseline`'s overrides, target and bracket, as `set
+        --baseline` passes them)."""
         app = self.app
 
         def done(result: ApplyResult) -> None:
@@ -246,6 +253,7 @@ class EngineActions:
                 timeout=timeout,
                 store=app.run_store(),
                 on_note=lambda text: app.notify(text),
+                **(options or {}),
             ),
             compared,
         )

@@ -31,6 +31,7 @@ from textual.worker import Worker, WorkerState
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError
+from console.experiments.breakeven import run_breakeven
 from console.measure import methods
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
@@ -225,6 +226,7 @@ class SpecConsoleApp(FieldKeys, App[int]):
             request.plan,
             on_done=lambda ok: answer(request, messages.FlagsApplied(ok)),
             baseline=request.baseline,
+            options=request.options,
         )
         if worker is None:
             answer(request, messages.ActionRefused("apply"))
@@ -262,6 +264,19 @@ class SpecConsoleApp(FieldKeys, App[int]):
             f"{kind} sweep",
             lambda tick: run(measure(), tick=tick, **kwargs),
             lambda result: messages.SweepRan(kind, result),
+        )
+
+    def on_run_breakeven(self, request: messages.RunBreakeven) -> None:
+        """`specconsole breakeven`: speculation on, off and back, per context. Not a
+        launch for cancel's sake: the experiment restores the flags itself."""
+        if self._engine_not_ready(request, "break-even"):
+            return
+        measure, kwargs = self.live.measure_session, request.params
+        self.runner.run_request(
+            request,
+            "break-even",
+            lambda tick: run_breakeven(measure(), tick=tick, **kwargs),
+            messages.BreakevenRan,
         )
 
     @on(Worker.StateChanged)

@@ -114,6 +114,7 @@ KEYS: tuple[KeySpec, ...] = (
             palette=True),
     KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps", web="o",
             palette=True),
+    KeySpec("sweep-breakeven", "b", "breakeven", "Break-even", "sweeps", palette=True),
     KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
     # history
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),

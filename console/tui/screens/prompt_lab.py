@@ -187,8 +187,7 @@ class PromptLabScreen(ViewScreen):
 
     def on_action_refused(self, message: ActionRefused) -> None:
         self.query_one("#lab-progress").display = False
-        if message.cancelled:
-            self.query_one("#lab-note", Static).update("cancelled")
+        self.query_one("#lab-note", Static).update(message.outcome)
 
     def on_action_progress(self, message: ActionProgress) -> None:
         self.query_one("#lab-progress", ProgressBar).update(

@@ -12,10 +12,7 @@ last minute.
 
 from __future__ import annotations
 
-import time
-
-from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, ProgressBar, Select, Static
@@ -24,16 +21,17 @@ from console.analysis import format as fmt
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
 from console.analysis.live_window import LiveWindow
+from console.analysis.sample_size import SampleTarget
 from console.analysis.stats import PointSummary
 from console.analysis.verdict import Sweep
 from console.errors import ConsoleError
-from console.experiments import breakeven
 from console.numbers import parse_count as positive_int
 from console.numbers import parse_counts as int_list
 from console.tui import keys
 from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
+from console.tui.screens.sweeps_breakeven import BreakevenPanel
 from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
@@ -51,6 +49,7 @@ BUTTONS = (
     ("sweep-run-button", "sweep-run", "Run sweep"),
     ("sweep-explain-button", "sweep-explain", "Verdict"),
     ("sweep-live-button", "sweep-live", "Live figures"),
+    ("sweep-breakeven-button", "sweep-breakeven", "Break-even"),
 )
 
 
@@ -59,6 +58,16 @@ def type_list(text: str) -> list[str]:
     if not names:
         raise ConsoleError("Give at least one text type (e.g. code,prose).")
     return names
+
+
+def sweep_repeat(text: str) -> tuple[int, SampleTarget | None]:
+    """(repeat, target) as `specconsole sweep` takes them: blank is its default, repeat
+    each point until its tok/s interval is narrow (`SampleTarget()`, at least 3, at
+    most 10); a number is exactly that many repeats."""
+    if not text.strip():
+        return 1, SampleTarget()
+    repeat = positive_int(text, "Repeat")
+    return repeat, SampleTarget.fixed(repeat)
 
 
 def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> list[ChartSeries]:
@@ -83,36 +92,7 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
     return out
 
 
-BREAKEVEN_RUNS = 3  # the newest break-even runs shown
-
-
-def breakeven_text(runs: list) -> Text:
-    """Each stored break-even run: which run, when, on which flags, and its table."""
-    text = Text()
-    for run in runs:
-        rows = breakeven.stored_rows(run.summary)
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.started_at))
-        text.append(f"run {run.id}  {when}  flags {run.info.flags_hash}  {run.status}\n",
-                    style="bold")  # fmt: skip
-        if not rows:
-            text.append("  no table (the run did not finish)\n")
-            continue
-        text.append("\n".join(breakeven.table_lines(rows)) + "\n")
-    return text
-
-
-def breakeven_line(run) -> str:
-    """The newest break-even run in one line: where speculation pays, by how much."""
-    rows = breakeven.stored_rows(run.summary)
-    if not rows:
-        return f"break-even run {run.id}: no table (the run did not finish)"
-    cells = ", ".join(f"ctx {r.context} x{r.speedup.value:.2f}" for r in rows)
-    paying = [r.context for r in rows if r.pays]
-    verdict = f"pays up to ctx {max(paying)}" if paying else "does not pay at any context"
-    return f"break-even run {run.id}: speculation {verdict} ({cells}); taller window: table"
-
-
-class SweepsScreen(VerdictPanel, ViewScreen):
+class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
@@ -136,7 +116,8 @@ class SweepsScreen(VerdictPanel, ViewScreen):
             )
             yield field("output tokens", Input("64", id="sweep-outputs"))
             yield field("text types", Input("code,prose", id="sweep-types"))
-            yield field("repeat", Input("3", id="sweep-repeat"))
+            # Blank: repeat until each point's interval is narrow (the CLI's default).
+            yield field("repeat", Input("", placeholder="auto", id="sweep-repeat"))
         with Horizontal(id="sweep-progress-row", classes="action-row"):
             for button_id, _key_id, label in BUTTONS:
                 variant = "primary" if button_id == "sweep-run-button" else "default"
@@ -188,30 +169,8 @@ class SweepsScreen(VerdictPanel, ViewScreen):
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
-        title = "break-even runs (specconsole breakeven): commit needed vs measured per context"
-        self.query_one("#breakeven-panel").border_title = title
         self._load_stored_model()
-        self._load_breakeven()
-
-    def on_screen_resume(self) -> None:
-        # `specconsole breakeven` runs from a shell: look again whenever the view shows.
-        self._load_breakeven()
-
-    @work(group="sweep-breakeven", exclusive=True, exit_on_error=False)
-    async def _load_breakeven(self) -> None:
-        session = self.session
-        if session.service is None:
-            return
-        try:
-            runs = await session.run_store().runs(
-                host=session.service.profile.name, method=breakeven.METHOD, limit=BREAKEVEN_RUNS
-            )
-        except Exception:
-            return  # no history yet: nothing to show
-        self.set_class(bool(runs), "-breakeven")
-        if runs:
-            self.query_one("#breakeven-text", Static).update(breakeven_text(runs))
-            self.query_one("#breakeven-line", Static).update(breakeven_line(runs[0]))
+        self.mount_breakeven()
 
     def action_leave_field(self) -> None:
         self.leave_form()
@@ -223,6 +182,8 @@ class SweepsScreen(VerdictPanel, ViewScreen):
             return self.model is not None
         if action == "use_live":
             return bool(self.session.live_samples)
+        if action == "breakeven":
+            return not self.session.running
         return True
 
     @on(Button.Pressed, "#sweep-run-button")
@@ -236,6 +197,10 @@ class SweepsScreen(VerdictPanel, ViewScreen):
     @on(Button.Pressed, "#sweep-live-button")
     def _live_pressed(self) -> None:
         self.action_use_live()
+
+    @on(Button.Pressed, "#sweep-breakeven-button")
+    def _breakeven_pressed(self) -> None:
+        self.action_breakeven()
 
     # -- the form, remembered per host ------------------------------------------------
 
@@ -260,16 +225,17 @@ class SweepsScreen(VerdictPanel, ViewScreen):
         contexts = int_list(self.query_one("#sweep-contexts", Input).value, "Contexts")
         outputs = int_list(self.query_one("#sweep-outputs", Input).value, "Output tokens")
         types = type_list(self.query_one("#sweep-types", Input).value)
-        repeat = positive_int(self.query_one("#sweep-repeat", Input).value, "Repeat")
+        repeat, target = sweep_repeat(self.query_one("#sweep-repeat", Input).value)
         if kind == "context":
             if len(outputs) != 1:
                 raise ConsoleError(
                     "A context sweep takes one output length; list contexts instead."
                 )
             return kind, {"contexts": contexts, "output_tokens": outputs[0], "text_types": types,
-                          "repeat": repeat}  # fmt: skip
+                          "repeat": repeat, "target": target}  # fmt: skip
         if len(contexts) != 1:
             raise ConsoleError("An output sweep takes one context; list output lengths instead.")
+        # As `specconsole sweep --outputs`: a fixed count (no noise target), 1 by default.
         return kind, {"outputs": outputs, "context": contexts[0], "text_types": types,
                       "repeat": repeat}  # fmt: skip
 
@@ -293,9 +259,10 @@ class SweepsScreen(VerdictPanel, ViewScreen):
         self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
 
     def on_action_refused(self, message: ActionRefused) -> None:
+        # Whatever became of it, the progress ends and says which: never "warming up…"
+        # left animating after a refusal or a failure.
         self.query_one("#sweep-progress").display = False
-        if message.cancelled:
-            self.query_one("#sweep-note", Static).update("sweep cancelled; samples taken are kept")
+        self.query_one("#sweep-note", Static).update(message.outcome)
 
     def on_sweep_ran(self, message: SweepRan) -> None:
         kind, result = message.kind, message.result
