@@ -67,6 +67,10 @@ NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback",
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
+# The sweeps view's methods (its method select), as `specconsole sweep --contexts`,
+# `sweep --outputs`, `twopoint` and `streamcheck` call them.
+METHOD_CALLS = {"context": methods.context_sweep, "output": methods.output_sweep,
+                "two-point": methods.two_point, "stream check": methods.stream_check}  # fmt: skip
 
 
 class SpecConsoleApp(FieldKeys, App[int]):
@@ -255,13 +259,13 @@ class SpecConsoleApp(FieldKeys, App[int]):
         )
 
     def on_run_sweep(self, request: messages.RunSweep) -> None:
-        if self._engine_not_ready(request, f"{request.kind} sweep"):
+        if self._engine_not_ready(request, request.kind):
             return
         kind, measure, kwargs = request.kind, self.live.measure_session, request.params
-        run = methods.context_sweep if kind == "context" else methods.output_sweep
+        run = METHOD_CALLS[kind]
         self.runner.run_request(
             request,
-            f"{kind} sweep",
+            f"{kind} sweep" if kind in ("context", "output") else kind,
             lambda tick: run(measure(), tick=tick, **kwargs),
             lambda result: messages.SweepRan(kind, result),
         )

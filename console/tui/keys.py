@@ -115,6 +115,11 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps", web="o",
             palette=True),
     KeySpec("sweep-breakeven", "b", "breakeven", "Break-even", "sweeps", palette=True),
+    # palette entries only (no key)
+    KeySpec("sweep-twopoint", "", "run_method('two-point')", "Two-point decode rate",
+            "sweeps", palette=True),
+    KeySpec("sweep-streamcheck", "", "run_method('stream check')", "Stream check", "sweeps",
+            palette=True),
     KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
     # history
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),
@@ -143,7 +148,7 @@ def bindings(scope: str) -> list[Binding]:
     return [
         Binding(s.keys, s.action, s.description, show=s.show, id=s.id, priority=s.priority)
         for s in KEYS
-        if s.scope == scope and not s.doc_only
+        if s.scope == scope and not s.doc_only and s.keys
     ]
 
 

@@ -81,9 +81,10 @@ class RunPrompt(Request):
 
 
 class RunSweep(Request):
-    """A context or output sweep with these keyword arguments; answered with `SweepRan`."""
+    """A context or output sweep, a two-point or a stream check (`kind`) with these
+    keyword arguments; answered with `SweepRan`."""
 
-    def __init__(self, kind: Literal["context", "output"], params: dict[str, Any]) -> None:
+    def __init__(self, kind: str, params: dict[str, Any]) -> None:
         super().__init__()
         self.kind = kind
         self.params = params

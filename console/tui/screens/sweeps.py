@@ -12,6 +12,7 @@ last minute.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -21,17 +22,15 @@ from console.analysis import format as fmt
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
 from console.analysis.live_window import LiveWindow
-from console.analysis.sample_size import SampleTarget
 from console.analysis.stats import PointSummary
 from console.analysis.verdict import Sweep
 from console.errors import ConsoleError
-from console.numbers import parse_count as positive_int
-from console.numbers import parse_counts as int_list
 from console.tui import keys
 from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.sweeps_breakeven import BreakevenPanel
+from console.tui.screens.sweeps_methods import METHODS, SWEEPS, method_params, result_lines
 from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
@@ -51,23 +50,6 @@ BUTTONS = (
     ("sweep-live-button", "sweep-live", "Live figures"),
     ("sweep-breakeven-button", "sweep-breakeven", "Break-even"),
 )
-
-
-def type_list(text: str) -> list[str]:
-    names = [v.strip() for v in text.split(",") if v.strip()]
-    if not names:
-        raise ConsoleError("Give at least one text type (e.g. code,prose).")
-    return names
-
-
-def sweep_repeat(text: str) -> tuple[int, SampleTarget | None]:
-    """(repeat, target) as `specconsole sweep` takes them: blank is its default, repeat
-    each point until its tok/s interval is narrow (`SampleTarget()`, at least 3, at
-    most 10); a number is exactly that many repeats."""
-    if not text.strip():
-        return 1, SampleTarget()
-    repeat = positive_int(text, "Repeat")
-    return repeat, SampleTarget.fixed(repeat)
 
 
 def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> list[ChartSeries]:
@@ -108,9 +90,9 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        kinds = [("context", "context"), ("output", "output")]  # under the label "sweep"
         with Horizontal(id="sweep-form", classes="panel"):
-            yield field("sweep", Select(kinds, value="context", allow_blank=False, id="sweep-kind"))
+            kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
+            yield field("method", kind)
             yield field(
                 "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
             )
@@ -207,7 +189,7 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     def _restore_form(self) -> None:
         saved = load_form(self.session.host or "", "sweep")
         kind = saved.get("#sweep-kind")
-        if kind in ("context", "output"):
+        if kind in dict(METHODS).values():
             self.query_one("#sweep-kind", Select).value = kind
         for selector in FORM_FIELDS:
             if isinstance(saved.get(selector), str):
@@ -222,22 +204,13 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
 
     def _params(self) -> tuple[str, dict]:
         kind = str(self.query_one("#sweep-kind", Select).value)
-        contexts = int_list(self.query_one("#sweep-contexts", Input).value, "Contexts")
-        outputs = int_list(self.query_one("#sweep-outputs", Input).value, "Output tokens")
-        types = type_list(self.query_one("#sweep-types", Input).value)
-        repeat, target = sweep_repeat(self.query_one("#sweep-repeat", Input).value)
-        if kind == "context":
-            if len(outputs) != 1:
-                raise ConsoleError(
-                    "A context sweep takes one output length; list contexts instead."
-                )
-            return kind, {"contexts": contexts, "output_tokens": outputs[0], "text_types": types,
-                          "repeat": repeat, "target": target}  # fmt: skip
-        if len(contexts) != 1:
-            raise ConsoleError("An output sweep takes one context; list output lengths instead.")
-        # As `specconsole sweep --outputs`: a fixed count (no noise target), 1 by default.
-        return kind, {"outputs": outputs, "context": contexts[0], "text_types": types,
-                      "repeat": repeat}  # fmt: skip
+        fields = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat")
+        return kind, method_params(kind, *(self.query_one(f, Input).value for f in fields))
+
+    def action_run_method(self, kind: str) -> None:
+        """Run `kind` (the palette's two-point and stream check) with the form's fields."""
+        self.query_one("#sweep-kind", Select).value = kind
+        self.action_run_sweep()
 
     def action_run_sweep(self) -> None:
         try:
@@ -246,6 +219,7 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
             self.notify(str(exc), severity="error")
             return
         self._remember_form()
+        self._running_params = params
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
@@ -269,6 +243,10 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
         self.query_one("#sweep-progress").display = False
         stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
         self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
+        if kind not in SWEEPS:  # two-point, stream check: the CLI's lines, in the panel
+            lines = result_lines(kind, getattr(self, "_running_params", {}), result)
+            self.query_one("#verdict", Static).update(Text(f"{kind}\n" + "\n".join(lines)))
+            return
         self._show_points(result.points, kind)
         if result.model is not None:
             self._set_model(result.model, f"this sweep (run {result.run_id})", result.samples)
