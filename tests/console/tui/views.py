@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from console.analysis.records import RunInfo
 from console.service import LifecycleEvent
 from console.tui.app import SpecConsoleApp
+from console.tui.messages import PromptRan
 from console.tui.settings import TuiSettings
 from tests.console.tui import fakes
 
@@ -91,6 +92,25 @@ def repeated_sweep() -> list:
     return out
 
 
+def prompt_result():
+    """A prompt run three times at one point: the last request reports its rounds, and
+    its output loops from the middle on (repetition 70%)."""
+    from console.analysis.stats import summarize
+    from console.measure.methods import MethodResult
+
+    base = fakes.requests()[0]
+    rounds = [[512 + 4 * i, 0.028 + 0.0001 * i, 4.0 - 0.02 * i] for i in range(32)]
+    samples = [
+        base.__class__(**{**base.as_dict(), "decode_tok_s": base.decode_tok_s * k,
+                          "decode_time_s": base.decode_time_s / k,
+                          "step_time_s": base.step_time_s / k})  # fmt: skip
+        for k in (0.98, 1.0, 1.02)
+    ]
+    samples[-1] = base.__class__(**{**samples[-1].as_dict(), "rounds": rounds,
+                                    "repetition": 0.7, "text": "def parse(line):"})  # fmt: skip
+    return MethodResult("prompt", 7, samples, summarize(samples))
+
+
 def scenario(view: str) -> tuple[SpecConsoleApp, RunBefore]:
     service = fakes.FakeService(log=LOG_LINES)
     if view == "history":
@@ -109,15 +129,8 @@ def scenario(view: str) -> tuple[SpecConsoleApp, RunBefore]:
         elif view == "prompt":
             await pilot.press("p")
             await settle(pilot)
-            from console.measure.methods import MethodResult  # noqa: F401  (the answer's type)
-            from console.tui.screens.prompt_lab import result_row
-
-            table = pilot.app.screen.query_one("#lab-results")
-            for sample in fakes.requests():
-                table.add_fitted_row(*result_row(sample))
-            pilot.app.screen.query_one("#lab-output").load_text(
-                "def parse(line):\n    return line.split(',')"
-            )
+            pilot.app.screen.post_message(PromptRan(prompt_result()))
+            await settle(pilot)
         elif view == "sweeps":
             from console.analysis.decompose import fit
             from console.analysis.stats import summarize
