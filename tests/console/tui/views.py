@@ -100,12 +100,13 @@ def prompt_result():
 
     base = fakes.requests()[0]
     rounds = [[512 + 4 * i, 0.028 + 0.0001 * i, 4.0 - 0.02 * i] for i in range(32)]
-    samples = [
-        base.__class__(**{**base.as_dict(), "decode_tok_s": base.decode_tok_s * k,
-                          "decode_time_s": base.decode_time_s / k,
-                          "step_time_s": base.step_time_s / k})  # fmt: skip
-        for k in (0.98, 1.0, 1.02)
-    ]
+
+    def scaled(k: float):
+        return base.__class__(**{**base.as_dict(), "decode_tok_s": base.decode_tok_s * k,
+                                 "decode_time_s": base.decode_time_s / k,
+                                 "step_time_s": base.step_time_s / k})  # fmt: skip
+
+    samples = [scaled(k) for k in (0.98, 1.0, 1.02)]
     samples[-1] = base.__class__(**{**samples[-1].as_dict(), "rounds": rounds,
                                     "repetition": 0.7, "text": "def parse(line):"})  # fmt: skip
     return MethodResult("prompt", 7, samples, summarize(samples))
