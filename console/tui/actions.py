@@ -241,6 +241,10 @@ class EngineActions:
             )
 
         def compared(outcome: BaselineApply) -> None:
+            # The baseline's requests join the dashboard's last requests as the prompt
+            # lab's and the sweeps' do (the experiment measures on its own session).
+            blocks = (outcome.before, outcome.before_again, outcome.after)
+            app.ingest_live(requests=[s for b in blocks if b is not None for s in b.samples])
             done(outcome.result)
             if outcome.rows:
                 app.push_screen(InfoScreen("Baseline before and after", "\n".join(outcome.lines())))

@@ -87,6 +87,8 @@ KEYS: tuple[KeySpec, ...] = (
             show=False, priority=True),
     KeySpec("leave-field", "escape", "app.leave_field", "Leave field", "app", show=False,
             priority=True),
+    # dashboard
+    KeySpec("dashboard-window", "t", "widen", "Widen charts", "dashboard", palette=True),
     # logs
     KeySpec("logs-filter", "slash", "focus_filter", "Filter", "logs"),
     KeySpec("logs-exclude", "exclamation_mark", "focus_exclude", "Exclude", "logs"),
