@@ -72,9 +72,14 @@ class ActionRunner:
 
         async def body() -> None:
             app.running = what
+            launch = what in LAUNCHES
+            if launch:  # the Service view's log names every restart, whoever started it
+                app.events.add(f"{what} started")
             try:
                 result = await call()
             except asyncio.CancelledError:
+                if launch:
+                    app.events.add(f"{what} cancelled")
                 if what in LAUNCHES:
                     await self._stop_launched(what)
                 else:
@@ -84,9 +89,13 @@ class ActionRunner:
                 raise
             except Exception as exc:
                 app.notify(one_line(exc), severity="error", timeout=10)
+                if launch:
+                    app.events.add(f"{what} failed: {one_line(exc)}")
                 if on_error is not None:
                     on_error(one_line(exc))
             else:
+                if launch:
+                    app.events.add(f"{what} done")
                 if on_result is not None:
                     on_result(result)
             finally:

@@ -41,6 +41,7 @@ from console.tui import keys, messages
 from console.tui.actions import LAUNCHES, ActionRunner, EngineActions, one_line
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
+from console.tui.event_log import EventLog
 from console.tui.field_keys import FieldKeys
 from console.tui.live_feed import LiveFeed
 from console.tui.messages import answer
@@ -69,8 +70,8 @@ NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback",
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
 # The sweeps view's methods (its method select), as `specconsole sweep --contexts`,
 # `sweep --outputs`, `twopoint` and `streamcheck` call them.
-METHOD_CALLS = {"context": methods.context_sweep, "output": methods.output_sweep,
-                "two-point": methods.two_point, "stream check": methods.stream_check}  # fmt: skip
+METHOD_CALLS = {"context": "context_sweep", "output": "output_sweep",
+                "two-point": "two_point", "stream check": "stream_check"}  # fmt: skip
 
 
 class SpecConsoleApp(FieldKeys, App[int]):
@@ -100,6 +101,8 @@ class SpecConsoleApp(FieldKeys, App[int]):
     running: reactive[str] = reactive("", repaint=False)  # the action in progress, "" when none
     # bumped when live samples/requests change
     live_version: reactive[int] = reactive(0, repaint=False)
+    # bumped when the lifecycle log (`events`) gains a line
+    events_version: reactive[int] = reactive(0, repaint=False)
 
     def __init__(
         self,
@@ -129,6 +132,7 @@ class SpecConsoleApp(FieldKeys, App[int]):
         self.runner = ActionRunner(self)
         self.engine = EngineActions(self, self.runner)
         self.live = LiveFeed(self)
+        self.events = EventLog(self._events_changed)
         self._web = web  # None: ask the driver once it runs (textual-serve's is web)
         # Whether the newest failure came while the engine was being launched ("start")
         # or after it had been ready ("crash"); "" when the console did not see it happen.
@@ -262,7 +266,7 @@ class SpecConsoleApp(FieldKeys, App[int]):
         if self._engine_not_ready(request, request.kind):
             return
         kind, measure, kwargs = request.kind, self.live.measure_session, request.params
-        run = METHOD_CALLS[kind]
+        run = getattr(methods, METHOD_CALLS[kind])
         self.runner.run_request(
             request,
             f"{kind} sweep" if kind in ("context", "output") else kind,
@@ -291,7 +295,12 @@ class SpecConsoleApp(FieldKeys, App[int]):
 
     # -- what the failure panel calls a failure -----------------------------------------
 
+    def _events_changed(self) -> None:
+        self.events_version += 1
+
     def watch_lifecycle(self, old: LifecycleEvent | None, new: LifecycleEvent | None) -> None:
+        if new is not None:
+            self.events.add(new.describe(), new.at)
         if new is None or new.state != "failed":
             return
         if self.running in LAUNCHES or (old is not None and old.state in ("starting", "loading")):

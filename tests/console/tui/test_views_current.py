@@ -76,8 +76,8 @@ async def test_prompt_lab_draws_the_curve_of_the_last_request() -> None:
         assert row.has_class("-shown") and row.display
         commit = screen.query_one("#lab-curve-commit", Chart)
         assert any(s.label == "looping output" for s in commit._series)
-        note = str(screen.query_one("#lab-note", Static).render())
-        assert "per-round curve" in note and "loops from context" in note
+        summary = str(screen.query_one("#lab-curve-summary", Static).render())
+        assert "per-round curve" in summary and "LOOPING from context" in summary, summary
 
 
 def test_sweep_points_are_markers_with_spread() -> None:
