@@ -149,12 +149,18 @@ class DashboardScreen(ViewScreen):
         watch_state(self, "running", lambda running: None if running else self._load_flags())
         watch_config(self, self._load_flags)
         watch_state(self, "live_version", lambda _=None: self._show_live())
+        # The shared legend is drawn in the theme's series colours: redraw it on a switch.
+        self.watch(self.app, "theme", lambda _=None: self._recolour(), init=False)
         self._fit(self.app.size.width, self.app.size.height)  # loads the flags
         self._show_state()
         self._show_live()
         # The age of the last sample moves with the clock, not with data: one cheap text
         # update a second (and only when the shown text changes), never a chart redraw.
         self.set_interval(1.0, self._show_now)
+
+    def _recolour(self) -> None:
+        self._live_key = None
+        self._show_live()
 
     def action_widen(self) -> None:
         """The next wider time window of the live charts (after the widest, the narrowest)."""
@@ -291,8 +297,9 @@ class DashboardScreen(ViewScreen):
             gpu = gpu_text(gpus)
             if gpu and self.has_class("-narrow"):
                 caption.append(f"  {gpu}")
-            if caption.plain != getattr(self, "_caption", None):
-                self._caption = caption.plain
+            # The theme is in the key: the legend's colours follow a theme change.
+            if (caption.plain, self.app.theme) != getattr(self, "_caption", None):
+                self._caption = (caption.plain, self.app.theme)
                 self.query_one("#live-caption", Static).update(caption, layout=False)
             # Whether there is a GPU chart, and its figures, show at once; its lines
             # follow at the charts' rate.
