@@ -83,18 +83,18 @@ class DashboardScreen(ViewScreen):
     DashboardScreen #requests {
         height: 1fr; min-height: 4; border: round $foreground 30%; border-title-color: $primary;
     }
-    DashboardScreen.-short #dash-top { height: 9; }
-    DashboardScreen.-short #dash-charts { height: 10; }
-    DashboardScreen.-tiny #dash-top { height: 8; }
-    DashboardScreen.-tiny #dash-charts { height: 8; }
-    DashboardScreen.-tiny #state-hint { margin-top: 0; }
-    DashboardScreen.-tiny #dash-charts Chart { border: none; padding: 0 1 0 0; }
-    DashboardScreen.-narrow #dash-now { width: 30; }
-    DashboardScreen.-narrow #dash-flags { width: 1fr; }
-    DashboardScreen.-narrow.-ready #dash-state { display: none; }
-    DashboardScreen.-narrow #dash-now { display: none; }
-    DashboardScreen.-narrow.-ready #dash-now { display: block; }
-    DashboardScreen.-narrow #chart-gpu { display: none; }
+    DashboardScreen.-dshort #dash-top { height: 9; }
+    DashboardScreen.-dshort #dash-charts { height: 10; }
+    DashboardScreen.-dtiny #dash-top { height: 8; }
+    DashboardScreen.-dtiny #dash-charts { height: 8; }
+    DashboardScreen.-dtiny #state-hint { margin-top: 0; }
+    DashboardScreen.-dtiny #dash-charts Chart { border: none; padding: 0 1 0 0; }
+    DashboardScreen.-dnarrow #dash-now { width: 30; }
+    DashboardScreen.-dnarrow #dash-flags { width: 1fr; }
+    DashboardScreen.-dnarrow.-ready #dash-state { display: none; }
+    DashboardScreen.-dnarrow #dash-now { display: none; }
+    DashboardScreen.-dnarrow.-ready #dash-now { display: block; }
+    DashboardScreen.-dnarrow #chart-gpu { display: none; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -180,9 +180,11 @@ class DashboardScreen(ViewScreen):
             self._fit(event.size.width, event.size.height)
 
     def _fit(self, width: int, height: int) -> None:
-        self.set_class(width < 120, "-narrow")
-        self.set_class(height < 36, "-short")
-        self.set_class(height < 28, "-tiny")
+        # Its own class names: the base screen sets -narrow/-short at other sizes on
+        # every resize too, and Textual runs both handlers.
+        self.set_class(width < 120, "-dnarrow")
+        self.set_class(height < 36, "-dshort")
+        self.set_class(height < 28, "-dtiny")
         widths = (16, 14, 8) if width < 120 else (22, 16, 13)
         if widths != self._flag_widths:
             self._flag_widths = widths
@@ -238,7 +240,7 @@ class DashboardScreen(ViewScreen):
             return
         table = self.query_one("#flags-table", DataTable)
         table.clear()
-        narrow = self.has_class("-narrow")
+        narrow = self.has_class("-dnarrow")
         for key_flag in view.key_flags():
             label, value, source = key_flag.as_tuple()
             if narrow:
@@ -295,7 +297,7 @@ class DashboardScreen(ViewScreen):
             colors = self.query_one("#chart-tok", Chart).colors()
             caption = live_caption(samples, colors, self.window_s)
             gpu = gpu_text(gpus)
-            if gpu and self.has_class("-narrow"):
+            if gpu and self.has_class("-dnarrow"):
                 caption.append(f"  {gpu}")
             # The theme is in the key: the legend's colours follow a theme change.
             if (caption.plain, self.app.theme) != getattr(self, "_caption", None):
