@@ -31,8 +31,6 @@ from textual.worker import Worker, WorkerState
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError
-from console.experiments.breakeven import run_breakeven
-from console.measure import methods
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
 from console.store import RunStore
@@ -44,6 +42,7 @@ from console.tui.connection import Connector, HostConnection, default_connector
 from console.tui.event_log import EventLog
 from console.tui.field_keys import FieldKeys
 from console.tui.live_feed import LiveFeed
+from console.tui.measure_requests import MeasureRequests
 from console.tui.messages import answer
 from console.tui.monitor import ServiceMonitor
 from console.tui.screens.connect import ConnectScreen
@@ -58,7 +57,6 @@ from console.tui.screens.sweeps import SweepsScreen
 from console.tui.screens.views_menu import ViewsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
-from console.tui.widgets.status_bar import state_text
 
 __all__ = ["SpecConsoleApp", "default_connector", "one_line", "run_console"]  # one import path
 
@@ -68,13 +66,9 @@ NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback",
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
-# The sweeps view's methods (its method select), as `specconsole sweep --contexts`,
-# `sweep --outputs`, `twopoint` and `streamcheck` call them.
-METHOD_CALLS = {"context": "context_sweep", "output": "output_sweep",
-                "two-point": "two_point", "stream check": "stream_check"}  # fmt: skip
 
 
-class SpecConsoleApp(FieldKeys, App[int]):
+class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
     TITLE = "specconsole"
     CSS_PATH = "app.tcss"
     BINDINGS = keys.bindings("app")
@@ -238,54 +232,6 @@ class SpecConsoleApp(FieldKeys, App[int]):
         )
         if worker is None:
             answer(request, messages.ActionRefused("apply"))
-
-    def _engine_not_ready(self, request: messages.Request, what: str) -> bool:
-        """Refuse a measurement while the engine is known to be down, with the key that
-        starts it (the measure core's own sentence names the CLI command instead)."""
-        state, _ = state_text(self)
-        if state not in ("stopped", "failed") or self.running:
-            return False
-        start = keys.display_keys(keys.BY_ID["start"], self.keymap)
-        self.notify(f"The engine on {self.host} is {state}: press {start} to start it.",
-                    severity="warning")  # fmt: skip
-        answer(request, messages.ActionRefused(what))
-        return True
-
-    def on_run_prompt(self, request: messages.RunPrompt) -> None:
-        if self._engine_not_ready(request, "prompt"):
-            return
-        measure, kwargs = self.live.measure_session, request.request
-        self.runner.run_request(
-            request,
-            "prompt",
-            lambda tick: methods.probe(measure(), tick=tick, **kwargs),
-            messages.PromptRan,
-        )
-
-    def on_run_sweep(self, request: messages.RunSweep) -> None:
-        if self._engine_not_ready(request, request.kind):
-            return
-        kind, measure, kwargs = request.kind, self.live.measure_session, request.params
-        run = getattr(methods, METHOD_CALLS[kind])
-        self.runner.run_request(
-            request,
-            f"{kind} sweep" if kind in ("context", "output") else kind,
-            lambda tick: run(measure(), tick=tick, **kwargs),
-            lambda result: messages.SweepRan(kind, result),
-        )
-
-    def on_run_breakeven(self, request: messages.RunBreakeven) -> None:
-        """`specconsole breakeven`: speculation on, off and back, per context. Not a
-        launch for cancel's sake: the experiment restores the flags itself."""
-        if self._engine_not_ready(request, "break-even"):
-            return
-        measure, kwargs = self.live.measure_session, request.params
-        self.runner.run_request(
-            request,
-            "break-even",
-            lambda tick: run_breakeven(measure(), tick=tick, **kwargs),
-            messages.BreakevenRan,
-        )
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
