@@ -33,6 +33,7 @@ from console.errors import ConsoleError
 from console.measure.prompts import PromptLibrary
 from console.numbers import parse_count as positive_int
 from console.tui import keys
+from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
@@ -41,6 +42,9 @@ from console.tui.widgets.form import field
 from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
+# The form's fields, remembered per host (form_memory) as the sweeps form's are.
+FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat")
+FORM_TICKS = ("#lab-ignore-eos", "#lab-stream")
 # Figures are as wide as their widest cell ("128/128" whole); the text type and how each
 # figure was measured give way with an ellipsis, the finish reason is dropped before that.
 # Newest run first: its pooled row (with the 95% interval) above its raw rows, so the
@@ -176,6 +180,28 @@ class PromptLabScreen(ViewScreen):
         run = self.key_for("prompt-run")
         self.query_one("#lab-run", Button).label = f"Run prompt ({run})"
         self.query_one("#lab-note", Static).update(f"{run} runs; figures keep their source")
+        self._restore_form()
+
+    # -- the form, remembered per host as the sweeps form is ---------------------------
+
+    def _restore_form(self) -> None:
+        saved = load_form(self.session.host or "", "prompt")
+        kind = saved.get("#lab-type")
+        select = self.query_one("#lab-type", Select)
+        if kind is not None and kind in [value for _label, value in select._options]:
+            select.value = kind
+        for selector in FORM_FIELDS:
+            if isinstance(saved.get(selector), str):
+                self.query_one(selector, Input).value = saved[selector]
+        for selector in FORM_TICKS:
+            if selector in saved:
+                self.query_one(selector, TickBox).value = saved[selector] == "1"
+
+    def _remember_form(self) -> None:
+        values = {s: self.query_one(s, Input).value for s in FORM_FIELDS}
+        values.update({s: "1" if self.query_one(s, TickBox).value else "0" for s in FORM_TICKS})
+        values["#lab-type"] = str(self.query_one("#lab-type", Select).value)
+        save_form(self.session.host or "", "prompt", values)
 
     def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
         return not (action == "run_prompt" and self.session.running)
@@ -219,6 +245,7 @@ class PromptLabScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
+        self._remember_form()
         bar = self.query_one("#lab-progress", ProgressBar)
         bar.display = True
         bar.update(total=request["repeat"], progress=0)

@@ -55,3 +55,26 @@ async def test_no_old_pid_while_restarting() -> None:
         text = str(bar.query_one("#status-text").render())
         assert "pid 4242" not in text and "pid …" in text, text
         app.running = ""
+
+
+async def test_the_prompt_lab_form_is_remembered_across_sessions() -> None:
+    service = fakes.FakeService(fakes.status("stopped"))
+    app = views.app_for(service)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await views.ready(pilot, service)
+        await pilot.press("p")
+        await views.settle(pilot)
+        app.screen.query_one("#lab-context").value = "1900"
+        app.screen.query_one("#lab-repeat").value = "4"
+        app.screen.query_one("#lab-stream").value = True
+        await pilot.click("#lab-run")
+        await views.settle(pilot)
+    app = views.app_for(service)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await views.ready(pilot, service)
+        await pilot.press("p")
+        await views.settle(pilot)
+        screen = app.screen
+        assert screen.query_one("#lab-context").value == "1900"
+        assert screen.query_one("#lab-repeat").value == "4"
+        assert screen.query_one("#lab-stream").value is True
