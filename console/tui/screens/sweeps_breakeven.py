@@ -65,13 +65,15 @@ def breakeven_line(run_id: int | None, rows: list) -> str:
 
 
 def breakeven_params(contexts: str, outputs: str, types: str, repeat: str) -> dict:
-    """The sweep form's fields as `run_breakeven` takes them (one output, one text)."""
+    """The sweep form's fields as `run_breakeven` takes them (one output; the first
+    text type listed)."""
     output = parse_counts(outputs, "Output tokens")
-    names = [t.strip() for t in types.split(",") if t.strip()]
-    if len(output) != 1 or len(names) != 1:
+    # One text type, as `breakeven --text`: the form's first (its default lists two).
+    names = [t.strip() for t in types.split(",") if t.strip()][:1] or ["code"]
+    if len(output) != 1:
         raise ConsoleError(
-            "Break-even takes one output length and one text type (as `specconsole "
-            "breakeven --output N --text TYPE`); list contexts only."
+            "Break-even takes one output length (as `specconsole breakeven --output N`); "
+            "list contexts only."
         )
     return {
         "contexts": parse_counts(contexts, "Contexts"),
@@ -124,7 +126,9 @@ class BreakevenPanel:
         bar = q("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        q("#sweep-note", Static).update("break-even: speculation on, then off, then on…")
+        q("#sweep-note", Static).update(
+            f"break-even on {params['text_type']} text: speculation on, then off, then on…"
+        )
         self.leave_form()  # type: ignore[attr-defined]
         self.request(RunBreakeven(params))  # type: ignore[attr-defined]
 

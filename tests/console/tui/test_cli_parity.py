@@ -91,3 +91,15 @@ def test_the_sweep_form_reads_as_each_cli_command_does() -> None:
         method_params("two-point", "256", "32", "code", "")
     with pytest.raises(ConsoleError, match="one text type"):
         method_params("stream check", "256", "128", "code,prose", "")
+
+
+def test_break_even_reads_the_sweep_form_as_breakeven_does() -> None:
+    from console.errors import ConsoleError
+    from console.tui.screens.sweeps_breakeven import breakeven_params
+
+    params = breakeven_params("64,1024", "128", "prose,code", "")
+    assert params == {"contexts": [64, 1024], "output_tokens": 128, "text_type": "prose",
+                      "repeat": 3}  # fmt: skip
+    assert breakeven_params("64", "64", "code", "5")["repeat"] == 5
+    with pytest.raises(ConsoleError, match="one output length"):
+        breakeven_params("64", "64,128", "code", "")

@@ -61,6 +61,7 @@ def _wait(page: Any, what: str, test: Any, timeout: float = 120) -> str:
     pytest.fail(f"never saw {what}; the screen was:\n{text}", pytrace=False)
 
 
+@pytest.mark.timeout(1500)  # a sweep and a break-even (two restarts) on a shared CPU
 def test_the_verdict_is_reached_by_clicking_only(
     browser: Any, local_engine: LocalEngine, tmp_path: Path
 ) -> None:
@@ -89,7 +90,7 @@ def test_the_verdict_is_reached_by_clicking_only(
         # Where speculation stops paying, by its button, on the sweep form's contexts:
         # the table with each context's speedup interval and the experiment's verdict.
         _click_text(page, "Break-even (b)")
-        text = _wait(page, "the break-even table", lambda t: "break-even done" in t, timeout=600)
+        text = _wait(page, "the break-even table", lambda t: "break-even done" in t, timeout=900)
         assert "commit needed" in text or "break-even run" in text, text
         # History through the views menu (the footer has no room for every view key here).
         _click_text(page, "g Views", last=True)
