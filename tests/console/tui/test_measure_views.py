@@ -130,7 +130,9 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             hist = app.screen
             runs = hist.query_one("#hist-runs")
             await _until(pilot, "runs listed", lambda: runs.row_count == 3)
-            methods = [runs.get_row_at(i)[4] for i in range(3)]
+            kinds = [runs.get_row_at(i)[4] for i in range(3)]  # the kind column, then method
+            methods = [runs.get_row_at(i)[5] for i in range(3)]
+            assert kinds == ["sweep", "prompt", "prompt"]
             assert methods == ["context-sweep", "probe", "probe"]
             await pilot.press("slash", *"sweep", "enter")
             await _until(pilot, "filtered", lambda: runs.row_count == 1)
