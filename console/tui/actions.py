@@ -49,6 +49,7 @@ class ActionRunner:
         call: Callable[[], Awaitable[Any]],
         on_result: Callable[[Any], None] | None = None,
         on_cancel: Callable[[], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> Worker | None:
         """Run one service call in a worker: progress shown, cancellable, errors as one
         sentence. A second action while one runs is refused, as the service would."""
@@ -63,9 +64,14 @@ class ActionRunner:
 
         async def body() -> None:
             app.running = what
+            launch = what in LAUNCHES
+            if launch:  # the Service view's log names every restart, whoever started it
+                app.events.add(f"{what} started")
             try:
                 result = await call()
             except asyncio.CancelledError:
+                if launch:
+                    app.events.add(f"{what} cancelled")
                 if what in LAUNCHES:
                     await self._stop_launched(what)
                 else:
@@ -75,7 +81,13 @@ class ActionRunner:
                 raise
             except Exception as exc:
                 app.notify(one_line(exc), severity="error", timeout=10)
+                if launch:
+                    app.events.add(f"{what} failed: {one_line(exc)}")
+                if on_error is not None:
+                    on_error(one_line(exc))
             else:
+                if launch:
+                    app.events.add(f"{what} done")
                 if on_result is not None:
                     on_result(result)
             finally:
@@ -103,6 +115,7 @@ class ActionRunner:
             lambda: call(tick),
             lambda result: answer(request, reply(result)),
             on_cancel=lambda: answer(request, ActionRefused(what, cancelled=True)),
+            on_error=lambda text: answer(request, ActionRefused(what, error=text)),
         )
         if worker is None:
             answer(request, ActionRefused(what))
@@ -208,8 +221,11 @@ class EngineActions:
         on_done: Callable[[bool], None] | None = None,
         *,
         baseline: bool = False,
+        options: dict[str, Any] | None = None,
     ) -> Worker | None:
-        """Write `plan`, restart and follow to ready, optionally between two baselines."""
+        """Write `plan`, restart and follow to ready, optionally between two baselines
+        (`options`: `apply_with_baseline`'s overrides, target and bracket, as `set
+        --baseline` passes them)."""
         app = self.app
 
         def done(result: ApplyResult) -> None:
@@ -226,6 +242,10 @@ class EngineActions:
             )
 
         def compared(outcome: BaselineApply) -> None:
+            # The baseline's requests join the dashboard's last requests as the prompt
+            # lab's and the sweeps' do (the experiment measures on its own session).
+            blocks = (outcome.before, outcome.before_again, outcome.after)
+            app.ingest_live(requests=[s for b in blocks if b is not None for s in b.samples])
             done(outcome.result)
             if outcome.rows:
                 app.push_screen(InfoScreen("Baseline before and after", "\n".join(outcome.lines())))
@@ -238,6 +258,7 @@ class EngineActions:
                 timeout=timeout,
                 store=app.run_store(),
                 on_note=lambda text: app.notify(text),
+                **(options or {}),
             ),
             compared,
         )

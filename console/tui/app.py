@@ -31,7 +31,6 @@ from textual.worker import Worker, WorkerState
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError, one_line
-from console.measure import methods
 from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
 from console.store import RunStore
@@ -40,8 +39,10 @@ from console.tui import keys, messages
 from console.tui.actions import LAUNCHES, ActionRunner, EngineActions
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
+from console.tui.event_log import EventLog
 from console.tui.field_keys import FieldKeys
 from console.tui.live_feed import LiveFeed
+from console.tui.measure_requests import MeasureRequests
 from console.tui.messages import answer
 from console.tui.monitor import ServiceMonitor
 from console.tui.screens.connect import ConnectScreen
@@ -53,21 +54,21 @@ from console.tui.screens.logs import LogsScreen
 from console.tui.screens.prompt_lab import PromptLabScreen
 from console.tui.screens.service import ServiceScreen
 from console.tui.screens.sweeps import SweepsScreen
+from console.tui.screens.views_menu import ViewsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
-from console.tui.widgets.status_bar import state_text
 
 __all__ = ["SpecConsoleApp", "default_connector", "run_console"]  # one import path
 
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 # App actions that mean nothing before a host is open: the picker's footer hides them.
-NEEDS_HOST = frozenset({"view", "start", "restart", "stop", "rollback", "cancel"})
+NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback", "cancel"})
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
 
 
-class SpecConsoleApp(FieldKeys, App[int]):
+class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
     TITLE = "specconsole"
     CSS_PATH = "app.tcss"
     BINDINGS = keys.bindings("app")
@@ -94,6 +95,8 @@ class SpecConsoleApp(FieldKeys, App[int]):
     running: reactive[str] = reactive("", repaint=False)  # the action in progress, "" when none
     # bumped when live samples/requests change
     live_version: reactive[int] = reactive(0, repaint=False)
+    # bumped when the lifecycle log (`events`) gains a line
+    events_version: reactive[int] = reactive(0, repaint=False)
 
     def __init__(
         self,
@@ -123,6 +126,7 @@ class SpecConsoleApp(FieldKeys, App[int]):
         self.runner = ActionRunner(self)
         self.engine = EngineActions(self, self.runner)
         self.live = LiveFeed(self)
+        self.events = EventLog(self._events_changed)
         self._web = web  # None: ask the driver once it runs (textual-serve's is web)
         # Whether the newest failure came while the engine was being launched ("start")
         # or after it had been ready ("crash"); "" when the console did not see it happen.
@@ -224,44 +228,10 @@ class SpecConsoleApp(FieldKeys, App[int]):
             request.plan,
             on_done=lambda ok: answer(request, messages.FlagsApplied(ok)),
             baseline=request.baseline,
+            options=request.options,
         )
         if worker is None:
             answer(request, messages.ActionRefused("apply"))
-
-    def _engine_not_ready(self, request: messages.Request, what: str) -> bool:
-        """Refuse a measurement while the engine is known to be down, with the key that
-        starts it (the measure core's own sentence names the CLI command instead)."""
-        state, _ = state_text(self)
-        if state not in ("stopped", "failed") or self.running:
-            return False
-        start = keys.display_keys(keys.BY_ID["start"], self.keymap)
-        self.notify(f"The engine on {self.host} is {state}: press {start} to start it.",
-                    severity="warning")  # fmt: skip
-        answer(request, messages.ActionRefused(what))
-        return True
-
-    def on_run_prompt(self, request: messages.RunPrompt) -> None:
-        if self._engine_not_ready(request, "prompt"):
-            return
-        measure, kwargs = self.live.measure_session, request.request
-        self.runner.run_request(
-            request,
-            "prompt",
-            lambda tick: methods.probe(measure(), tick=tick, **kwargs),
-            messages.PromptRan,
-        )
-
-    def on_run_sweep(self, request: messages.RunSweep) -> None:
-        if self._engine_not_ready(request, f"{request.kind} sweep"):
-            return
-        kind, measure, kwargs = request.kind, self.live.measure_session, request.params
-        run = methods.context_sweep if kind == "context" else methods.output_sweep
-        self.runner.run_request(
-            request,
-            f"{kind} sweep",
-            lambda tick: run(measure(), tick=tick, **kwargs),
-            lambda result: messages.SweepRan(kind, result),
-        )
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -271,7 +241,12 @@ class SpecConsoleApp(FieldKeys, App[int]):
 
     # -- what the failure panel calls a failure -----------------------------------------
 
+    def _events_changed(self) -> None:
+        self.events_version += 1
+
     def watch_lifecycle(self, old: LifecycleEvent | None, new: LifecycleEvent | None) -> None:
+        if new is not None:
+            self.events.add(new.describe(), new.at)
         if new is None or new.state != "failed":
             return
         if self.running in LAUNCHES or (old is not None and old.state in ("starting", "loading")):
@@ -311,6 +286,16 @@ class SpecConsoleApp(FieldKeys, App[int]):
             return
         if name in VIEWS:
             self.switch_mode(name)
+
+    def action_views(self) -> None:
+        if self.service is None or isinstance(self.screen, ViewsScreen):
+            return
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.action_view(name)
+
+        self.push_screen(ViewsScreen(), chosen)
 
     def action_start(self) -> None:
         self.engine.start()

@@ -33,7 +33,9 @@ class ConsoleCommands(Provider):
             out.append(
                 (
                     spec.description,
-                    f"this view, key {keys.display_keys(spec, keymap)}",
+                    f"this view, key {keys.display_keys(spec, keymap)}"
+                    if spec.keys
+                    else "this view",
                     partial(app.call_later, screen.run_action, spec.action),
                 )
             )

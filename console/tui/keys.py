@@ -61,6 +61,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("prompt-lab", "p", "app.view('prompt')", "Prompt lab", "app"),
     KeySpec("sweeps", "w", "app.view('sweeps')", "Sweeps", "app"),
     KeySpec("history", "h", "app.view('history')", "History", "app"),
+    # the footer shows it in place of the view keys when they do not all fit
+    KeySpec("views", "g", "app.views", "Views", "app", show=False),
     # engine actions
     KeySpec("start", "S", "app.start", "Start engine", "app", show=False),
     KeySpec("restart", "R", "app.restart", "Restart engine", "app", show=False),
@@ -85,6 +87,8 @@ KEYS: tuple[KeySpec, ...] = (
             show=False, priority=True),
     KeySpec("leave-field", "escape", "app.leave_field", "Leave field", "app", show=False,
             priority=True),
+    # dashboard
+    KeySpec("dashboard-window", "t", "widen", "Widen charts", "dashboard", palette=True),
     # logs
     KeySpec("logs-filter", "slash", "focus_filter", "Filter", "logs"),
     KeySpec("logs-exclude", "exclamation_mark", "focus_exclude", "Exclude", "logs"),
@@ -112,6 +116,12 @@ KEYS: tuple[KeySpec, ...] = (
             palette=True),
     KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps", web="o",
             palette=True),
+    KeySpec("sweep-breakeven", "b", "breakeven", "Break-even", "sweeps", palette=True),
+    # palette entries only (no key)
+    KeySpec("sweep-twopoint", "", "run_method('two-point')", "Two-point decode rate",
+            "sweeps", palette=True),
+    KeySpec("sweep-streamcheck", "", "run_method('stream check')", "Stream check", "sweeps",
+            palette=True),
     KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
     # history
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),
@@ -130,6 +140,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("info-close", "escape,enter", "close", "Close", "info"),
     KeySpec("hostkey-refuse", "escape", "refuse", "Refuse the key", "host key"),
     KeySpec("keys-close", "escape,question_mark,q", "app.pop_screen", "Close", "keys"),
+    KeySpec("views-close", "escape,g", "close", "Close", "views"),
 )  # fmt: skip
 
 BY_ID = {spec.id: spec for spec in KEYS}
@@ -139,7 +150,7 @@ def bindings(scope: str) -> list[Binding]:
     return [
         Binding(s.keys, s.action, s.description, show=s.show, id=s.id, priority=s.priority)
         for s in KEYS
-        if s.scope == scope and not s.doc_only
+        if s.scope == scope and not s.doc_only and s.keys
     ]
 
 

@@ -62,10 +62,14 @@ class PlanFlags(Request):
 class ApplyFlags(Request):
     """Write `plan`, restart and follow to ready; answered with `FlagsApplied`."""
 
-    def __init__(self, plan: FlagPlan, *, baseline: bool = False) -> None:
+    def __init__(
+        self, plan: FlagPlan, *, baseline: bool = False, options: dict[str, Any] | None = None
+    ) -> None:
         super().__init__()
         self.plan = plan
         self.baseline = baseline
+        # `apply_with_baseline`'s overrides, target and bracket (screens/flags_baseline.py)
+        self.options = options or {}
 
 
 class RunPrompt(Request):
@@ -77,11 +81,21 @@ class RunPrompt(Request):
 
 
 class RunSweep(Request):
-    """A context or output sweep with these keyword arguments; answered with `SweepRan`."""
+    """A context or output sweep, a two-point or a stream check (`kind`) with these
+    keyword arguments; answered with `SweepRan`."""
 
-    def __init__(self, kind: Literal["context", "output"], params: dict[str, Any]) -> None:
+    def __init__(self, kind: str, params: dict[str, Any]) -> None:
         super().__init__()
         self.kind = kind
+        self.params = params
+
+
+class RunBreakeven(Request):
+    """`breakeven.run_breakeven` with these keyword arguments; answered with
+    `BreakevenRan`."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__()
         self.params = params
 
 
@@ -113,12 +127,23 @@ class ActionProgress(Answer):
 
 class ActionRefused(Answer):
     """The request was not run (not connected, another action is running, the engine is
-    down) or was cancelled (C) while it ran: either way the screen resets its progress."""
+    down), was cancelled (C) while it ran, or failed (`error`, the sentence shown): in
+    each case the screen ends its progress and says which (`outcome`)."""
 
-    def __init__(self, what: str, *, cancelled: bool = False) -> None:
+    def __init__(self, what: str, *, cancelled: bool = False, error: str = "") -> None:
         super().__init__()
         self.what = what
         self.cancelled = cancelled
+        self.error = error
+
+    @property
+    def outcome(self) -> str:
+        """One line for the progress row: what became of the action."""
+        if self.cancelled:
+            return f"{self.what} cancelled; samples taken are kept"
+        if self.error:
+            return f"{self.what} failed: {self.error}"
+        return f"{self.what} not run (refused; see the message)"
 
 
 class FlagsPlanned(Answer):
@@ -143,6 +168,12 @@ class SweepRan(Answer):
     def __init__(self, kind: str, result: MethodResult) -> None:
         super().__init__()
         self.kind = kind
+        self.result = result
+
+
+class BreakevenRan(Answer):
+    def __init__(self, result: Any) -> None:  # experiments.breakeven.BreakevenResult
+        super().__init__()
         self.result = result
 
 

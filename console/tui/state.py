@@ -22,7 +22,9 @@ from console.store import RunStore
 from console.tui.settings import TuiSettings
 
 # The reactives a view may follow; each change calls the watcher with the new value.
-Watched = Literal["status", "lifecycle", "server_info", "link_down", "running", "live_version"]
+Watched = Literal[
+    "status", "lifecycle", "server_info", "link_down", "running", "live_version", "events_version"
+]
 
 
 class SessionState(Protocol):

@@ -9,8 +9,6 @@ how it was measured (server-side or client-side, streamed or not, context, text 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import work
@@ -19,57 +17,38 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, Digits, ProgressBar, Static
 
-from console.analysis.gpu_sample import GpuSample
-from console.analysis.records import LiveSample, RequestSample
-from console.measure.live import is_warmup_sample
 from console.service.flag_view import read_flag_view
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
+from console.tui.screens.dashboard_figures import (  # noqa: F401  (tests and bench read them here)
+    GAP_S,
+    GPU_SLOT,
+    LIVE_CHART_HZ,
+    MAX_CHART_INTERVAL_S,
+    NARROW_FLAG_SOURCE,
+    REQUEST_COLUMNS,
+    SHORT_SOURCE,
+    SLOT,
+    SOURCES,
+    STALE_S,
+    WINDOWS_S,
+    NowFigures,
+    age_text,
+    chart_interval,
+    chart_series,
+    charted,
+    ellipsize,
+    gpu_series,
+    gpu_text,
+    live_caption,
+    now_figures,
+    now_lines,
+    request_row,
+    window_text,
+)
 from console.tui.state import watch_config, watch_state
-from console.tui.widgets.chart import Chart, ChartSeries
-from console.tui.widgets.plotext_render import RGB, legend_entry
+from console.tui.widgets.chart import Chart
 from console.tui.widgets.status_bar import state_text
-
-REQUEST_COLUMNS = (
-    ("text", 10),
-    ("context", 7),
-    ("tokens", 6),
-    ("tok/s", 7),
-    ("commit", 6),
-    ("step ms", 7),
-    ("TTFT ms", 7),
-    ("measured", 40),
-)
-
-
-# Samples further apart than this are not joined: the engine only reports while it
-# decodes, so a long gap is idle time, and a line across it would draw a gradual change
-# that never happened.
-GAP_S = 10.0
-LIVE_CHART_HZ = 0.5  # live chart redraws per second at most (see compose_body)
-STALE_S = 30.0  # a newest sample older than this is shown as stale, not as "now"
-# One slot (theme colour) and mark per source, the same in every chart and the legend.
-SOURCES = (
-    ("log", "engine log line"),
-    ("metrics", "/metrics delta"),
-    ("request", "measured request"),
-)
-SLOT = {name: i for i, (name, _) in enumerate(SOURCES)}
-NARROW_FLAG_SOURCE = {"launch config": "config"}
-# The readout is 26 columns wide inside at 80x24: its source names must fit one line.
-SHORT_SOURCE = {"log": "log line", "metrics": "/metrics", "request": "request"}
-GPU_SLOT = 3
-
-
-MAX_CHART_INTERVAL_S = 10.0
-
-
-def chart_interval(samples: Sequence[LiveSample], hz: float, columns: int) -> float:
-    """Seconds between live chart redraws: about one column's worth of time (a redraw
-    sooner moves the picture by less than a column), at least 1/hz, at most 10 s. The
-    readout shows every sample at once; a chart spanning ten minutes needs no more."""
-    span = samples[-1].t - samples[0].t if len(samples) > 1 else 0.0
-    return min(MAX_CHART_INTERVAL_S, max(1.0 / hz, span / columns))
 
 
 def wall_clock() -> float:
@@ -77,198 +56,9 @@ def wall_clock() -> float:
     return time.time()
 
 
-def charted(samples: Sequence[LiveSample]) -> list[LiveSample]:
-    """The samples that are traffic: a warm-up request before a sweep is not."""
-    return [s for s in samples if not is_warmup_sample(s)]
-
-
-def chart_series(samples: list[LiveSample]) -> dict[str, list[ChartSeries]]:
-    """The three live charts' series, x in seconds before the newest sample: one per
-    source (log lines and /metrics as lines cut at idle gaps, measured requests as
-    points, since each is one separate measurement)."""
-    samples = charted(samples)
-    if not samples:
-        return {"tok": [], "commit": [], "step": []}
-    newest = max(s.t for s in samples)
-
-    def series(get) -> list[ChartSeries]:
-        out = []
-        for source, label in SOURCES:
-            points = [(s.t - newest, get(s)) for s in samples
-                      if s.source == source and get(s) is not None]  # fmt: skip
-            if not points:
-                continue
-            if source == "request":
-                out.append(ChartSeries(label, points, markers=True, lines=False,
-                                       slot=SLOT[source]))  # fmt: skip
-            else:
-                # A fixed gap, not one scaled to the source's spacing: a source that
-                # reports once per request would otherwise be joined across idle
-                # minutes; its lone points are drawn as points instead.
-                out.append(ChartSeries(label, points, gap=GAP_S, slot=SLOT[source]))
-        return out
-
-    return {
-        "tok": series(lambda s: s.tok_s),
-        "commit": series(lambda s: s.commit_len),
-        "step": series(lambda s: None if s.step_time_s is None else s.step_time_s * 1000),
-    }
-
-
-def gpu_series(samples: Sequence[GpuSample]) -> list[ChartSeries]:
-    """GPU utilisation and memory (both %), one line per GPU and figure, over the same
-    time axis as the live charts would have (seconds before the newest GPU sample)."""
-    if not samples:
-        return []
-    newest = max(s.t for s in samples)
-    out = []
-    for index in sorted({s.index for s in samples}):
-        mine = [s for s in samples if s.index == index]
-        for slot, (name, get) in enumerate(
-            (("util %", lambda s: s.utilization_pct), ("mem %", lambda s: s.memory_pct))
-        ):
-            points = [(s.t - newest, get(s)) for s in mine if get(s) is not None]
-            if points:
-                label = f"GPU{index} {name}" if len(mine) < len(samples) else name
-                out.append(ChartSeries(label, points, gap=GAP_S, slot=GPU_SLOT + slot))
-    return out
-
-
-def gpu_text(samples: Sequence[GpuSample]) -> str:
-    """The newest GPU figures in one line ("" without GPUs): util, memory, power, clock."""
-    if not samples:
-        return ""
-    newest = max(s.t for s in samples)
-    parts = []
-    for s in sorted((s for s in samples if s.t == newest), key=lambda s: s.index):
-        figures = []
-        if s.utilization_pct is not None:
-            figures.append(f"{s.utilization_pct:.0f}%")
-        if s.memory_used_mib is not None and s.memory_total_mib:
-            figures.append(f"{s.memory_used_mib / 1024:.1f}/{s.memory_total_mib / 1024:.0f}G")
-        if s.power_w is not None:
-            figures.append(f"{s.power_w:.0f}W")
-        if s.sm_clock_mhz is not None:
-            figures.append(f"{s.sm_clock_mhz:.0f}MHz")
-        parts.append(f"GPU{s.index} " + " ".join(figures))
-    return "  ".join(parts)
-
-
-def age_text(age_s: float) -> str:
-    """How old the newest sample is, coarse enough to change rarely (every text change
-    is a repaint, and this one follows the clock, not the data)."""
-    if age_s < 10:
-        return "<10 s ago"
-    if age_s < 90:
-        return f"{int(age_s // 10) * 10} s ago"
-    if age_s < 90 * 60:
-        return f"{round(age_s / 60)} min ago"
-    return f"{round(age_s / 3600)} h ago"
-
-
-@dataclass(frozen=True)
-class NowFigures:
-    """The newest traffic figures for the big readout, and where they came from."""
-
-    t: float
-    source: str
-    tok_s: float | None
-    commit: float | None
-    step_ms: float | None
-    context: int | None
-
-
-def now_figures(samples: Sequence[LiveSample]) -> NowFigures | None:
-    """The newest sample's figures; a figure it lacks comes from the newest that has it
-    (a log line without a context still shows the context the last request had)."""
-
-    # Samples arrive in time order: walk back from the end (this runs per sample, so
-    # no sort and no copy of the whole history).
-    def ordered():
-        return (
-            s
-            for s in reversed(samples)
-            if not is_warmup_sample(s) and (s.tok_s is not None or s.commit_len is not None)
-        )
-
-    newest = next(ordered(), None)
-    if newest is None:
-        return None
-
-    def latest(get):
-        return next((get(s) for s in ordered() if get(s) is not None), None)
-
-    step = latest(lambda s: s.step_time_s)
-    return NowFigures(
-        t=newest.t,
-        source=SHORT_SOURCE.get(newest.source, newest.source),
-        tok_s=newest.tok_s if newest.tok_s is not None else latest(lambda s: s.tok_s),
-        commit=latest(lambda s: s.commit_len),
-        step_ms=None if step is None else step * 1000,
-        context=latest(lambda s: s.context_tokens),
-    )
-
-
-def now_lines(now: NowFigures | None, at: float) -> tuple[str, Text]:
-    """(the big tok/s figure, the lines under it) of the readout at time `at`."""
-    if now is None:
-        return "-", Text("tok/s  no decode yet\ncommit -  step -  ctx -")
-    stale = at - now.t > STALE_S
-    text = Text()
-    text.append("tok/s", style="bold")
-    text.append(f"  {'STALE, ' if stale else ''}{age_text(at - now.t)}",
-                style="bold reverse" if stale else "")  # fmt: skip
-    text.append(f"\ncommit {_fmt(now.commit, '.2f')}  step {_fmt(now.step_ms, '.1f')}ms")
-    text.append(f"\nctx {now.context if now.context is not None else '-'}  {now.source}")
-    return _fmt(now.tok_s, ".1f"), text
-
-
-def live_caption(samples: list[LiveSample], colors: Sequence[RGB] = ((78, 161, 211),)) -> Text:
-    """The charts' shared legend: which mark is which source (log lines, /metrics,
-    measured requests), and what x means."""
-    samples = charted(samples)
-    if not samples:
-        return Text("no live samples yet: the engine has not decoded since the console opened")
-    # Which sources, not how many samples: the caption then changes only when a source
-    # appears, and an unchanged caption costs no relayout of the screen per sample.
-    present = {s.source for s in samples}
-    # Short enough for 80 columns: x is the same for the three charts, so it is said once.
-    text = Text("x: s before the latest sample")
-    for source, _ in SOURCES:
-        if source in present:
-            legend_entry(text, ChartSeries(SHORT_SOURCE[source], (), markers=source == "request",
-                                           lines=source != "request"),
-                         colors[SLOT[source] % len(colors)])  # fmt: skip
-    text.append("  gap: idle")
-    return text
-
-
-def ellipsize(text: str, width: int) -> str:
-    """`text` cut to `width` columns with an ellipsis, or whole when it fits."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def request_row(r: RequestSample) -> tuple[str, ...]:
-    how = f"{r.decode_source or '?'}{', stream' if r.streamed else ''}"
-    if r.flagged:
-        how += f" (kept out: {r.flagged})"
-    return (
-        r.text_type,
-        str(r.context_tokens),
-        str(r.completion_tokens),
-        _fmt(r.decode_tok_s, ".1f"),
-        _fmt(r.commit_len, ".2f"),
-        _fmt(None if r.step_time_s is None else r.step_time_s * 1000, ".1f"),
-        _fmt(None if r.ttft_s is None else r.ttft_s * 1000, ".0f"),
-        how,
-    )
-
-
 class DashboardScreen(ViewScreen):
+    BINDINGS = keys.bindings("dashboard")
+    KEY_SCOPE = "dashboard"
     # The dashboard's layout lives with it: three sizes (80x24, 100x30, 160x48 and what
     # lies between) are picked by classes set on resize, since CSS has no media queries.
     DEFAULT_CSS = """
@@ -293,18 +83,18 @@ class DashboardScreen(ViewScreen):
     DashboardScreen #requests {
         height: 1fr; min-height: 4; border: round $foreground 30%; border-title-color: $primary;
     }
-    DashboardScreen.-short #dash-top { height: 9; }
-    DashboardScreen.-short #dash-charts { height: 10; }
-    DashboardScreen.-tiny #dash-top { height: 8; }
-    DashboardScreen.-tiny #dash-charts { height: 8; }
-    DashboardScreen.-tiny #state-hint { margin-top: 0; }
-    DashboardScreen.-tiny #dash-charts Chart { border: none; padding: 0 1 0 0; }
-    DashboardScreen.-narrow #dash-now { width: 30; }
-    DashboardScreen.-narrow #dash-flags { width: 1fr; }
-    DashboardScreen.-narrow.-ready #dash-state { display: none; }
-    DashboardScreen.-narrow #dash-now { display: none; }
-    DashboardScreen.-narrow.-ready #dash-now { display: block; }
-    DashboardScreen.-narrow #chart-gpu { display: none; }
+    DashboardScreen.-dshort #dash-top { height: 9; }
+    DashboardScreen.-dshort #dash-charts { height: 10; }
+    DashboardScreen.-dtiny #dash-top { height: 8; }
+    DashboardScreen.-dtiny #dash-charts { height: 8; }
+    DashboardScreen.-dtiny #state-hint { margin-top: 0; }
+    DashboardScreen.-dtiny #dash-charts Chart { border: none; padding: 0 1 0 0; }
+    DashboardScreen.-dnarrow #dash-now { width: 30; }
+    DashboardScreen.-dnarrow #dash-flags { width: 1fr; }
+    DashboardScreen.-dnarrow.-ready #dash-state { display: none; }
+    DashboardScreen.-dnarrow #dash-now { display: none; }
+    DashboardScreen.-dnarrow.-ready #dash-now { display: block; }
+    DashboardScreen.-dnarrow #chart-gpu { display: none; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -340,6 +130,7 @@ class DashboardScreen(ViewScreen):
         self._live_key: tuple | None = None
         self._now: NowFigures | None = None
         self._now_shown: tuple | None = None
+        self.window_s = WINDOWS_S[0]
         if not self._intact():
             return
         self.query_one("#dash-flags").border_title = "key flags"
@@ -358,12 +149,26 @@ class DashboardScreen(ViewScreen):
         watch_state(self, "running", lambda running: None if running else self._load_flags())
         watch_config(self, self._load_flags)
         watch_state(self, "live_version", lambda _=None: self._show_live())
+        # The shared legend is drawn in the theme's series colours: redraw it on a switch.
+        self.watch(self.app, "theme", lambda _=None: self._recolour(), init=False)
         self._fit(self.app.size.width, self.app.size.height)  # loads the flags
         self._show_state()
         self._show_live()
         # The age of the last sample moves with the clock, not with data: one cheap text
         # update a second (and only when the shown text changes), never a chart redraw.
         self.set_interval(1.0, self._show_now)
+
+    def _recolour(self) -> None:
+        self._live_key = None
+        self._show_live()
+
+    def action_widen(self) -> None:
+        """The next wider time window of the live charts (after the widest, the narrowest)."""
+        self.window_s = WINDOWS_S[(WINDOWS_S.index(self.window_s) + 1) % len(WINDOWS_S)]
+        self.notify(f"Live charts: {window_text(self.window_s)}.")
+        self._live_key = None  # redraw now, with the new window
+        self._charts_at = 0.0
+        self._show_live()
 
     def _intact(self) -> bool:
         # False when a quit (or a host switch) arrived while this screen mounted: its
@@ -375,9 +180,11 @@ class DashboardScreen(ViewScreen):
             self._fit(event.size.width, event.size.height)
 
     def _fit(self, width: int, height: int) -> None:
-        self.set_class(width < 120, "-narrow")
-        self.set_class(height < 36, "-short")
-        self.set_class(height < 28, "-tiny")
+        # Its own class names: the base screen sets -narrow/-short at other sizes on
+        # every resize too, and Textual runs both handlers.
+        self.set_class(width < 120, "-dnarrow")
+        self.set_class(height < 36, "-dshort")
+        self.set_class(height < 28, "-dtiny")
         widths = (16, 14, 8) if width < 120 else (22, 16, 13)
         if widths != self._flag_widths:
             self._flag_widths = widths
@@ -433,7 +240,7 @@ class DashboardScreen(ViewScreen):
             return
         table = self.query_one("#flags-table", DataTable)
         table.clear()
-        narrow = self.has_class("-narrow")
+        narrow = self.has_class("-dnarrow")
         for key_flag in view.key_flags():
             label, value, source = key_flag.as_tuple()
             if narrow:
@@ -470,10 +277,10 @@ class DashboardScreen(ViewScreen):
             # The interval runs from the first draw with data: the empty one at mount
             # must not hold back the first samples.
             self._charts_at = time.monotonic()
-        for name, series in chart_series(samples).items():
+        for name, series in chart_series(samples, self.window_s).items():
             self.query_one(charts[name], Chart).set_series(series)
         if gpus:
-            self.query_one("#chart-gpu", Chart).set_series(gpu_series(gpus))
+            self.query_one("#chart-gpu", Chart).set_series(gpu_series(gpus, self.window_s))
 
     def _show_live(self) -> None:
         samples = self.session.live_samples
@@ -488,12 +295,13 @@ class DashboardScreen(ViewScreen):
             self._show_now()
             charts = {"tok": "#chart-tok", "commit": "#chart-commit", "step": "#chart-step"}
             colors = self.query_one("#chart-tok", Chart).colors()
-            caption = live_caption(samples, colors)
+            caption = live_caption(samples, colors, self.window_s)
             gpu = gpu_text(gpus)
-            if gpu and self.has_class("-narrow"):
+            if gpu and self.has_class("-dnarrow"):
                 caption.append(f"  {gpu}")
-            if caption.plain != getattr(self, "_caption", None):
-                self._caption = caption.plain
+            # The theme is in the key: the legend's colours follow a theme change.
+            if (caption.plain, self.app.theme) != getattr(self, "_caption", None):
+                self._caption = (caption.plain, self.app.theme)
                 self.query_one("#live-caption", Static).update(caption, layout=False)
             # Whether there is a GPU chart, and its figures, show at once; its lines
             # follow at the charts' rate.
@@ -502,7 +310,7 @@ class DashboardScreen(ViewScreen):
                 self.query_one("#chart-gpu", Chart).chart_title = gpu or "GPU"
             self._charts_due = charts
             # The series are built at the charts' own rate, not per sample.
-            wait = chart_interval(samples, self._chart_hz, self._chart_columns()) - (
+            wait = chart_interval(samples, self._chart_hz, self._chart_columns(), self.window_s) - (
                 time.monotonic() - self._charts_at
             )
             if wait <= 0:

@@ -28,18 +28,19 @@ from console.service.flag_view import FlagRow, FlagView, kind_text, read_flag_vi
 from console.tui import keys
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
+from console.tui.screens.flags_baseline import compose_settings, read_settings, wants_baseline
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.tick_box import TickBox
 
-# Values are never cut; names, types and defaults give way with an ellipsis (the editor
-# panel shows the selected flag whole).
+# Values are never cut; the name is shown whole where the row has room: the type and
+# default (the editor panel shows both) give way first, then the name takes an ellipsis.
 FLAG_COLUMNS = (
     Col("flag", flex=True, min_width=14),
     Col("value"),
     Col("from", optional=True),  # never cut; dropped whole on a narrow terminal
-    Col("type", flex=True, min_width=4),
-    Col("default", flex=True, min_width=7),
+    Col("type", flex=True, min_width=4, yields=True),  # both shown whole in the panel
+    Col("default", flex=True, min_width=7, yields=True),
 )
 
 CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
@@ -80,16 +81,19 @@ class FlagsScreen(ViewScreen):
                 yield Static("", id="flag-help")
                 yield Input(placeholder="new value (empty = engine default)", id="flag-value")
                 yield Static("", id="flag-check")
-        with VerticalScroll(id="flag-pending", classes="panel"):
-            yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
-                         id="pending-text")  # fmt: skip
+        with Vertical(id="flag-pending", classes="panel"):
+            # The edits scroll; the buttons and baseline settings below stay in view.
+            with VerticalScroll(id="pending-scroll"):
+                yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
+                             id="pending-text")  # fmt: skip
             with Horizontal(id="flag-actions", classes="action-row"):
                 yield Button("Review & apply", id="flag-apply-button", variant="primary",
                              compact=True)  # fmt: skip
                 yield Button("Discard", id="flag-discard-button", compact=True)
                 # The tuning loop: the same short baseline before and after the restart.
-                yield TickBox("baseline before/after (tok/s, commit, step time)",
+                yield TickBox("baseline before/after",
                               id="flag-baseline")  # fmt: skip
+            yield from compose_settings()
 
     def on_mount(self) -> None:
         self.specs: dict[str, FlagSpec] = {}
@@ -262,7 +266,7 @@ class FlagsScreen(ViewScreen):
             f"--{name} = {value if value is not None else '(engine default)'}"
             for name, value in self.staged.items()
         ]
-        text.update("\n".join(lines) + "\n\na reviews the diff and applies; z discards.")
+        text.update("\n".join(lines))
 
     # -- actions ------------------------------------------------------------------
 
@@ -313,14 +317,19 @@ class FlagsScreen(ViewScreen):
         if not plan.changed:
             self.notify("No change: the flags already have these values.")
             return
-        baseline = self.query_one("#flag-baseline", TickBox).value
+        try:
+            options = read_settings(self)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        baseline = self.query_one("#flag-baseline", TickBox).value or wants_baseline(options)
         self.leave_form()  # C must cancel the apply, not type into the value box
         question = f"Apply and restart {self.session.host}?"
         if baseline:
-            question += " (with a baseline before and after)"
-        self.request(
-            ConfirmAndRun(question, plan.diff, ApplyFlags(plan, baseline=baseline), diff=True)
-        )
+            order = "A-B-A-B" if options["bracket"] else "before and after"
+            question += f" (with a baseline, {order})"
+        apply = ApplyFlags(plan, baseline=baseline, options=options if baseline else None)
+        self.request(ConfirmAndRun(question, plan.diff, apply, diff=True))
 
     def on_flags_applied(self, message: FlagsApplied) -> None:
         if message.ok:

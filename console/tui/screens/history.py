@@ -31,9 +31,12 @@ from console.tui.widgets.fitted_table import Col, FittedTable
 RUN_LIMIT = 500
 # Ids, times, counts and hashes are never cut; the host gives way with an ellipsis.
 RUN_COLUMNS = (Col(""), Col("id"), Col("started"), Col("host", flex=True, min_width=6),
-               Col("method"), Col("status", optional=True), Col("samples", optional=True),
+               Col("kind"), Col("method", flex=True, min_width=6),
+               Col("status", optional=True), Col("samples", optional=True),
                Col("flags"))  # fmt: skip
+CHECK_EVERY_S = 5.0  # while shown: look for runs stored by other processes (the CLI)
 BUTTONS = (
+    ("hist-mark-button", "history-mark", "Mark", "mark"),  # a mouse marks runs too
     ("hist-compare-button", "history-compare", "Compare", "compare"),
     ("hist-explain-button", "history-explain", "Explain", "explain"),
     ("hist-csv-button", "history-csv", "CSV", "export('csv')"),
@@ -48,7 +51,7 @@ def when(t: float | None) -> str:
 def run_cells(run: StoredRun, marked: bool) -> tuple[str, ...]:
     return (
         "●" if marked else "", str(run.id), when(run.info.started_at), run.info.host,
-        run.info.method, run.status, str(run.sample_count), run.info.flags_hash,
+        run.info.kind, run.info.method, run.status, str(run.sample_count), run.info.flags_hash,
     )  # fmt: skip
 
 
@@ -59,6 +62,19 @@ def matches(run: StoredRun, query: str) -> bool:
          run.info.flags_hash)
     ).lower()  # fmt: skip
     return all(w in hay for w in words)
+
+
+def params_text(params: dict) -> str:
+    """A run's parameters as words: `contexts 256,1792; output_tokens 64`."""
+
+    def value(v: object) -> str:
+        if isinstance(v, (list, tuple)):
+            return ",".join(value(x) for x in v)
+        if isinstance(v, dict):
+            return " ".join(f"{k}={value(x)}" for k, x in v.items())
+        return str(v)
+
+    return "; ".join(f"{k} {value(v)}" for k, v in params.items()) or "(none)"
 
 
 def compare_text(result: RunComparison) -> Text:
@@ -82,7 +98,7 @@ def run_text(run: StoredRun) -> Text:
     text.append(f"run {run.id}: {run.info.method} on {run.info.host}", style="bold")
     text.append(f" ({run.status}), {when(run.info.started_at)}, engine {run.info.engine}, "
                 f"flags {run.info.flags_hash}\n")  # fmt: skip
-    text.append(f"params: {run.info.params}\n", style="dim")
+    text.append(f"{run.info.kind}: {params_text(run.info.params)}\n", style="dim")
     points = summarize(run.requests)
     if points:
         text.append(
@@ -133,6 +149,26 @@ class HistoryScreen(ViewScreen):
         detail.border_title = "run (space marks two, c compares, v explains)"
         table.focus()
         self.action_reload()
+        self.set_interval(CHECK_EVERY_S, self._check_for_new)
+
+    def on_screen_resume(self) -> None:
+        self.action_reload()
+
+    @work(group="history-check", exclusive=True, exit_on_error=False)
+    async def _check_for_new(self) -> None:
+        """Reload when the newest run is not the one listed (a run stored elsewhere, or
+        one that finished since): one small query, only while the view is shown."""
+        if not self.is_current:
+            return
+        try:
+            newest = await self.session.run_store().runs(limit=1)
+        except ConsoleError:
+            return
+        listed = self.runs[0] if self.runs else None
+        seen = (listed.id, listed.status, listed.sample_count) if listed else None
+        now = (newest[0].id, newest[0].status, newest[0].sample_count) if newest else None
+        if now != seen:
+            self.action_reload()
 
     @work(group="history-load", exclusive=True, exit_on_error=False, description="history")
     async def action_reload(self) -> None:
@@ -176,10 +212,12 @@ class HistoryScreen(ViewScreen):
         return True
 
     @on(Button.Pressed, "#hist-actions Button")
-    def _button(self, event: Button.Pressed) -> None:
+    async def _button(self, event: Button.Pressed) -> None:
+        # `run_action` is a coroutine: un-awaited, a click did nothing while the key
+        # (which Textual awaits) worked.
         for button_id, _key, _label, action in BUTTONS:
             if event.button.id == button_id:
-                self.run_action(action)
+                await self.run_action(action)
 
     @on(DataTable.RowSelected, "#hist-runs")
     def _opened(self) -> None:
@@ -210,6 +248,8 @@ class HistoryScreen(ViewScreen):
             self.notify(str(exc), severity="error")
             return
         self.query_one("#hist-text", Static).update(run_text(run))
+        # The title names what the panel shows: this run, not an earlier comparison.
+        self.query_one("#hist-detail").border_title = f"run {run.id} ({run.info.kind})"
 
     def action_mark(self) -> None:
         run_id = self._current_id()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Button, Static
 
 from console.tui import keys
 from console.tui.settings import settings_path
@@ -31,6 +31,12 @@ class KeysScreen(ModalScreen[None]):
                 "Esc, ? or q closes this list."
             )
             yield Static(Text(hint), id="keys-hint")
+            # A modal covers the footer: without a button a mouse could not close it.
+            with Horizontal(classes="buttons"):
+                yield Button("Close (Esc)", id="keys-close", variant="primary", compact=True)
+
+    def on_button_pressed(self, _event: Button.Pressed) -> None:
+        self.dismiss(None)
 
     def on_mount(self) -> None:
         table = self.query_one(FittedTable)

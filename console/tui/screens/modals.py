@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -55,6 +55,13 @@ class InfoScreen(ModalScreen[None]):
 
     BINDINGS = keys.bindings("info")
     AUTO_FOCUS = "#ok"
+    # A before/after table is wider than a question: as wide as the terminal allows, so
+    # each row stays on one line (it scrolls sideways where even that is too narrow).
+    DEFAULT_CSS = """
+    InfoScreen #dialog { width: 98%; max-width: 98%; }
+    InfoScreen #detail { max-height: 80%; }
+    InfoScreen #info-body { width: auto; }
+    """
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__()
@@ -64,7 +71,7 @@ class InfoScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="question")
-            with VerticalScroll(id="detail"):
+            with ScrollableContainer(id="detail"):
                 yield Static(Text(self.body, no_wrap=True), id="info-body")
             with Horizontal(classes="buttons"):
                 yield Button("OK", id="ok", variant="primary")

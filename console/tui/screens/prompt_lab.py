@@ -23,12 +23,17 @@ from textual.widgets import (
     TextArea,
 )
 
+from console.analysis import format as fmt
+from console.analysis.curve_summary import pooled_summary
+from console.analysis.intervals import Interval
 from console.analysis.records import RequestSample
-from console.analysis.round_curve import RoundCurve, sample_curve
+from console.analysis.round_curve import LOOP_SHARE, RoundCurve, sample_curve
+from console.analysis.stats import PointSummary
 from console.errors import ConsoleError
 from console.measure.prompts import PromptLibrary
 from console.numbers import parse_count as positive_int
 from console.tui import keys
+from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, PromptRan, RunPrompt
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
@@ -37,12 +42,18 @@ from console.tui.widgets.form import field
 from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
+# The form's fields, remembered per host (form_memory) as the sweeps form's are.
+FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat")
+FORM_TICKS = ("#lab-ignore-eos", "#lab-stream")
 # Figures are as wide as their widest cell ("128/128" whole); the text type and how each
 # figure was measured give way with an ellipsis, the finish reason is dropped before that.
+# Newest run first: its pooled row (with the 95% interval) above its raw rows, so the
+# newest figures are on screen and selected at every size. "loop" flags output that
+# repeats itself (commit there is repetition, not drafting), never cut.
 RESULT_COLUMNS = (
-    Col("text", flex=True, min_width=5), Col("context"), Col("tokens"), Col("TTFT ms"),
-    Col("tok/s"), Col("commit"), Col("step ms"), Col("finish", optional=True),
-    Col("measured", flex=True, min_width=20),
+    Col("text", flex=True, min_width=6), Col("context"), Col("tokens"),
+    Col("TTFT ms", optional=True), Col("tok/s"), Col("commit"), Col("step ms"), Col("loop"),
+    Col("finish", optional=True), Col("measured", flex=True, min_width=12, optional=True),
 )  # fmt: skip
 
 
@@ -57,11 +68,40 @@ def result_row(s: RequestSample) -> tuple[str, ...]:
         how += ", TTFT server"
     if s.flagged:
         how += f"; FLAGGED: {s.flagged}"
+    looping = s.repetition is not None and s.repetition > LOOP_SHARE
     return (
         s.text_type, str(s.context_tokens), f"{s.completion_tokens}/{s.max_tokens}",
         _f(ttft, ".0f", 1000), _f(s.decode_tok_s, ".1f"), _f(s.commit_len, ".2f"),
-        _f(s.step_time_s, ".2f", 1000), s.finish_reason, how,
+        _f(s.step_time_s, ".2f", 1000), f"{s.repetition:.0%}" if looping else "",
+        s.finish_reason, how,
     )  # fmt: skip
+
+
+def _range(iv: Interval | None, figure: tuple[str, float]) -> str:
+    spec, scale = figure
+    return "" if iv is None else f"{iv.low * scale:{spec}}–{iv.high * scale:{spec}}"
+
+
+def pooled_rows(p: PointSummary) -> list[tuple[str, ...]]:
+    """A run's repeats of one point pooled (`summarize`, what `specconsole prompt
+    --repeat` prints): the figures, and under them their 95% intervals (one row each,
+    so the table fits 80 columns with every interval whole)."""
+    f = p.pooled
+    figures = ((f and f.tok_s, fmt.TOK_S), (f and f.commit, fmt.COMMIT),
+               (f and f.step_s, fmt.STEP_MS))  # fmt: skip
+    values = [fmt.interval(iv, fig).split(" [")[0] for iv, fig in figures]
+    how = f"pooled over {p.n} requests"
+    return [
+        (f"{p.text_type} pooled", str(p.context), f"n={p.n}", "", *values, "", "", how),
+        ("  95% interval", "", "", "", *(_range(iv, fig) for iv, fig in figures), "", "",
+         "bootstrap over requests"),
+    ]  # fmt: skip
+
+
+def run_rows(points: list[PointSummary], samples: list[RequestSample]) -> list[tuple]:
+    """One run's rows: pooled rows (when it repeated) above the raw rows, newest first."""
+    pooled = [row for p in points if p.n > 1 for row in pooled_rows(p)]
+    return pooled + [result_row(s) for s in reversed(samples)]
 
 
 LOOP_SLOT = 4  # the theme's warning colour: looping windows stand out on both curves
@@ -99,6 +139,9 @@ class PromptLabScreen(ViewScreen):
     # Only the curve row is styled here; it stays hidden until a request reports rounds.
     DEFAULT_CSS = """
     PromptLabScreen #lab-curve { height: 2fr; min-height: 10; max-height: 18; display: none; }
+    PromptLabScreen #lab-curve-summary { height: auto; padding: 0 1; color: $text-muted; }
+    /* Below 30 rows the curve gives way (its summary stays): the results keep their room. */
+    PromptLabScreen.-short #lab-curve.-shown { display: none; }
     PromptLabScreen #lab-curve.-shown { display: block; }
     PromptLabScreen #lab-curve Chart { width: 1fr; height: 100%; border: round $foreground 30%; }
     """
@@ -118,8 +161,9 @@ class PromptLabScreen(ViewScreen):
             yield Button("Run prompt", id="lab-run", variant="primary", compact=True)
             yield ProgressBar(total=1, show_eta=False, id="lab-progress")
             yield Static("", id="lab-note")
-        yield FittedTable(RESULT_COLUMNS, id="lab-results", show_cursor=False, zebra_stripes=True)
+        yield FittedTable(RESULT_COLUMNS, id="lab-results", cursor_type="row", zebra_stripes=True)
         hz = self.session.settings.chart_hz
+        yield Static("", id="lab-curve-summary")
         with Horizontal(id="lab-curve"):
             # x is said in the titles: a row of x label costs a chart a quarter of its plot.
             yield Chart("commit per round vs context", hz=hz, id="lab-curve-commit")
@@ -136,6 +180,28 @@ class PromptLabScreen(ViewScreen):
         run = self.key_for("prompt-run")
         self.query_one("#lab-run", Button).label = f"Run prompt ({run})"
         self.query_one("#lab-note", Static).update(f"{run} runs; figures keep their source")
+        self._restore_form()
+
+    # -- the form, remembered per host as the sweeps form is ---------------------------
+
+    def _restore_form(self) -> None:
+        saved = load_form(self.session.host or "", "prompt")
+        kind = saved.get("#lab-type")
+        select = self.query_one("#lab-type", Select)
+        if kind is not None and kind in [value for _label, value in select._options]:
+            select.value = kind
+        for selector in FORM_FIELDS:
+            if isinstance(saved.get(selector), str):
+                self.query_one(selector, Input).value = saved[selector]
+        for selector in FORM_TICKS:
+            if selector in saved:
+                self.query_one(selector, TickBox).value = saved[selector] == "1"
+
+    def _remember_form(self) -> None:
+        values = {s: self.query_one(s, Input).value for s in FORM_FIELDS}
+        values.update({s: "1" if self.query_one(s, TickBox).value else "0" for s in FORM_TICKS})
+        values["#lab-type"] = str(self.query_one("#lab-type", Select).value)
+        save_form(self.session.host or "", "prompt", values)
 
     def can_run(self, action: str, params: tuple[object, ...] = ()) -> bool:
         return not (action == "run_prompt" and self.session.running)
@@ -179,6 +245,7 @@ class PromptLabScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
+        self._remember_form()
         bar = self.query_one("#lab-progress", ProgressBar)
         bar.display = True
         bar.update(total=request["repeat"], progress=0)
@@ -187,8 +254,7 @@ class PromptLabScreen(ViewScreen):
 
     def on_action_refused(self, message: ActionRefused) -> None:
         self.query_one("#lab-progress").display = False
-        if message.cancelled:
-            self.query_one("#lab-note", Static).update("cancelled")
+        self.query_one("#lab-note", Static).update(message.outcome)
 
     def on_action_progress(self, message: ActionProgress) -> None:
         self.query_one("#lab-progress", ProgressBar).update(
@@ -199,17 +265,20 @@ class PromptLabScreen(ViewScreen):
         result = message.result
         self.query_one("#lab-progress").display = False
         table = self.query_one("#lab-results", FittedTable)
-        for sample in result.samples:
-            table.add_fitted_row(*result_row(sample))
-        table.scroll_end(animate=False)
+        self._rows = [(row, None) for row in run_rows(result.points, result.samples)] + getattr(
+            self, "_rows", []
+        )
+        table.set_rows(self._rows)
+        table.move_cursor(row=0, animate=False)  # the newest, selected and in view
+        table.scroll_home(animate=False)
         last = result.samples[-1] if result.samples else None
         output = self.query_one("#lab-output", TextArea)
         output.load_text(last.text if last else "")
         run = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
-        note = f"{len(result.samples)} request(s), {run}"
+        self.query_one("#lab-note", Static).update(f"{len(result.samples)} request(s), {run}")
         curve = sample_curve(last) if last is not None else None
-        note += "; " + (curve.summary() if curve is not None else "no per-round figures")
-        self.query_one("#lab-note", Static).update(Text(note))
+        summary = pooled_summary(curve) if curve is not None else "no per-round figures"
+        self.query_one("#lab-curve-summary", Static).update(Text(f"last request: {summary}"))
         self.show_curve(curve)
 
     def show_curve(self, curve: RoundCurve | None) -> None:

@@ -8,14 +8,11 @@ CLI's start/stop/restart/rollback commands call.
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, RichLog, Static
 
-from console.service import LifecycleEvent
 from console.tui.messages import EngineActionName, RunAction
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_state
@@ -27,10 +24,6 @@ BUTTON_ACTIONS: dict[str, EngineActionName] = {
     "svc-stop": "stop",
     "svc-rollback": "rollback",
 }
-
-
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at))
 
 
 class ServiceScreen(ViewScreen):
@@ -54,15 +47,30 @@ class ServiceScreen(ViewScreen):
         self.query_one("#svc-info").border_title = "service"
         self.query_one("#svc-failure").border_title = "engine failed"
         self._failure_shown: tuple | None = None
+        for button_id, action in BUTTON_ACTIONS.items():  # the key in force, remaps included
+            button = self.query_one(f"#{button_id}", Button)
+            button.label = f"{str(button.label).split(' (')[0]} ({self.key_for(action)})"
         for name in ("status", "running"):
             watch_state(self, name, lambda _=None: self._show())
-        watch_state(self, "lifecycle", self._on_event)
+        watch_state(self, "lifecycle", lambda _=None: self._show())
+        # The app keeps the log (event_log.py): lines from before this view first opened
+        # show too.
+        self._logged = 0
+        watch_state(self, "events_version", lambda _=None: self._show_log())
+        self._show_log()
         self._show()
 
-    def _on_event(self, event: LifecycleEvent | None) -> None:
-        if event is not None:
-            self.query_one("#svc-events", RichLog).write(f"{_clock(event.at)}  {event.describe()}")
-        self._show()
+    def _show_log(self) -> None:
+        events = getattr(self.app, "events", None)
+        if events is None:
+            return
+        restart, lines = events.since(self._logged)
+        log = self.query_one("#svc-events", RichLog)
+        if restart:  # more came than the log keeps: write what it has
+            log.clear()
+        for line in lines:
+            log.write(line)
+        self._logged = events.total
 
     def _failure(self) -> tuple[int | None, str, tuple[str, ...]] | None:
         session = self.session

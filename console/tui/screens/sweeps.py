@@ -12,10 +12,8 @@ last minute.
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, ProgressBar, Select, Static
@@ -27,13 +25,12 @@ from console.analysis.live_window import LiveWindow
 from console.analysis.stats import PointSummary
 from console.analysis.verdict import Sweep
 from console.errors import ConsoleError
-from console.experiments import breakeven
-from console.numbers import parse_count as positive_int
-from console.numbers import parse_counts as int_list
 from console.tui import keys
 from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
+from console.tui.screens.sweeps_breakeven import BreakevenPanel
+from console.tui.screens.sweeps_methods import METHODS, SWEEPS, method_params, result_lines
 from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
@@ -51,14 +48,8 @@ BUTTONS = (
     ("sweep-run-button", "sweep-run", "Run sweep"),
     ("sweep-explain-button", "sweep-explain", "Verdict"),
     ("sweep-live-button", "sweep-live", "Live figures"),
+    ("sweep-breakeven-button", "sweep-breakeven", "Break-even"),
 )
-
-
-def type_list(text: str) -> list[str]:
-    names = [v.strip() for v in text.split(",") if v.strip()]
-    if not names:
-        raise ConsoleError("Give at least one text type (e.g. code,prose).")
-    return names
 
 
 def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> list[ChartSeries]:
@@ -83,36 +74,7 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
     return out
 
 
-BREAKEVEN_RUNS = 3  # the newest break-even runs shown
-
-
-def breakeven_text(runs: list) -> Text:
-    """Each stored break-even run: which run, when, on which flags, and its table."""
-    text = Text()
-    for run in runs:
-        rows = breakeven.stored_rows(run.summary)
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.started_at))
-        text.append(f"run {run.id}  {when}  flags {run.info.flags_hash}  {run.status}\n",
-                    style="bold")  # fmt: skip
-        if not rows:
-            text.append("  no table (the run did not finish)\n")
-            continue
-        text.append("\n".join(breakeven.table_lines(rows)) + "\n")
-    return text
-
-
-def breakeven_line(run) -> str:
-    """The newest break-even run in one line: where speculation pays, by how much."""
-    rows = breakeven.stored_rows(run.summary)
-    if not rows:
-        return f"break-even run {run.id}: no table (the run did not finish)"
-    cells = ", ".join(f"ctx {r.context} x{r.speedup.value:.2f}" for r in rows)
-    paying = [r.context for r in rows if r.pays]
-    verdict = f"pays up to ctx {max(paying)}" if paying else "does not pay at any context"
-    return f"break-even run {run.id}: speculation {verdict} ({cells}); taller window: table"
-
-
-class SweepsScreen(VerdictPanel, ViewScreen):
+class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
@@ -128,15 +90,16 @@ class SweepsScreen(VerdictPanel, ViewScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        kinds = [("context", "context"), ("output", "output")]  # under the label "sweep"
         with Horizontal(id="sweep-form", classes="panel"):
-            yield field("sweep", Select(kinds, value="context", allow_blank=False, id="sweep-kind"))
+            kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
+            yield field("method", kind)
             yield field(
                 "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
             )
             yield field("output tokens", Input("64", id="sweep-outputs"))
             yield field("text types", Input("code,prose", id="sweep-types"))
-            yield field("repeat", Input("3", id="sweep-repeat"))
+            # Blank: repeat until each point's interval is narrow (the CLI's default).
+            yield field("repeat", Input("", placeholder="auto", id="sweep-repeat"))
         with Horizontal(id="sweep-progress-row", classes="action-row"):
             for button_id, _key_id, label in BUTTONS:
                 variant = "primary" if button_id == "sweep-run-button" else "default"
@@ -188,30 +151,8 @@ class SweepsScreen(VerdictPanel, ViewScreen):
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
-        title = "break-even runs (specconsole breakeven): commit needed vs measured per context"
-        self.query_one("#breakeven-panel").border_title = title
         self._load_stored_model()
-        self._load_breakeven()
-
-    def on_screen_resume(self) -> None:
-        # `specconsole breakeven` runs from a shell: look again whenever the view shows.
-        self._load_breakeven()
-
-    @work(group="sweep-breakeven", exclusive=True, exit_on_error=False)
-    async def _load_breakeven(self) -> None:
-        session = self.session
-        if session.service is None:
-            return
-        try:
-            runs = await session.run_store().runs(
-                host=session.service.profile.name, method=breakeven.METHOD, limit=BREAKEVEN_RUNS
-            )
-        except Exception:
-            return  # no history yet: nothing to show
-        self.set_class(bool(runs), "-breakeven")
-        if runs:
-            self.query_one("#breakeven-text", Static).update(breakeven_text(runs))
-            self.query_one("#breakeven-line", Static).update(breakeven_line(runs[0]))
+        self.mount_breakeven()
 
     def action_leave_field(self) -> None:
         self.leave_form()
@@ -223,6 +164,8 @@ class SweepsScreen(VerdictPanel, ViewScreen):
             return self.model is not None
         if action == "use_live":
             return bool(self.session.live_samples)
+        if action == "breakeven":
+            return not self.session.running
         return True
 
     @on(Button.Pressed, "#sweep-run-button")
@@ -237,12 +180,16 @@ class SweepsScreen(VerdictPanel, ViewScreen):
     def _live_pressed(self) -> None:
         self.action_use_live()
 
+    @on(Button.Pressed, "#sweep-breakeven-button")
+    def _breakeven_pressed(self) -> None:
+        self.action_breakeven()
+
     # -- the form, remembered per host ------------------------------------------------
 
     def _restore_form(self) -> None:
         saved = load_form(self.session.host or "", "sweep")
         kind = saved.get("#sweep-kind")
-        if kind in ("context", "output"):
+        if kind in dict(METHODS).values():
             self.query_one("#sweep-kind", Select).value = kind
         for selector in FORM_FIELDS:
             if isinstance(saved.get(selector), str):
@@ -257,21 +204,13 @@ class SweepsScreen(VerdictPanel, ViewScreen):
 
     def _params(self) -> tuple[str, dict]:
         kind = str(self.query_one("#sweep-kind", Select).value)
-        contexts = int_list(self.query_one("#sweep-contexts", Input).value, "Contexts")
-        outputs = int_list(self.query_one("#sweep-outputs", Input).value, "Output tokens")
-        types = type_list(self.query_one("#sweep-types", Input).value)
-        repeat = positive_int(self.query_one("#sweep-repeat", Input).value, "Repeat")
-        if kind == "context":
-            if len(outputs) != 1:
-                raise ConsoleError(
-                    "A context sweep takes one output length; list contexts instead."
-                )
-            return kind, {"contexts": contexts, "output_tokens": outputs[0], "text_types": types,
-                          "repeat": repeat}  # fmt: skip
-        if len(contexts) != 1:
-            raise ConsoleError("An output sweep takes one context; list output lengths instead.")
-        return kind, {"outputs": outputs, "context": contexts[0], "text_types": types,
-                      "repeat": repeat}  # fmt: skip
+        fields = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat")
+        return kind, method_params(kind, *(self.query_one(f, Input).value for f in fields))
+
+    def action_run_method(self, kind: str) -> None:
+        """Run `kind` (the palette's two-point and stream check) with the form's fields."""
+        self.query_one("#sweep-kind", Select).value = kind
+        self.action_run_sweep()
 
     def action_run_sweep(self) -> None:
         try:
@@ -280,6 +219,7 @@ class SweepsScreen(VerdictPanel, ViewScreen):
             self.notify(str(exc), severity="error")
             return
         self._remember_form()
+        self._running_params = params
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
@@ -293,15 +233,20 @@ class SweepsScreen(VerdictPanel, ViewScreen):
         self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
 
     def on_action_refused(self, message: ActionRefused) -> None:
+        # Whatever became of it, the progress ends and says which: never "warming up…"
+        # left animating after a refusal or a failure.
         self.query_one("#sweep-progress").display = False
-        if message.cancelled:
-            self.query_one("#sweep-note", Static).update("sweep cancelled; samples taken are kept")
+        self.query_one("#sweep-note", Static).update(message.outcome)
 
     def on_sweep_ran(self, message: SweepRan) -> None:
         kind, result = message.kind, message.result
         self.query_one("#sweep-progress").display = False
         stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
         self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
+        if kind not in SWEEPS:  # two-point, stream check: the CLI's lines, in the panel
+            lines = result_lines(kind, getattr(self, "_running_params", {}), result)
+            self.query_one("#verdict", Static).update(Text(f"{kind}\n" + "\n".join(lines)))
+            return
         self._show_points(result.points, kind)
         if result.model is not None:
             self._set_model(result.model, f"this sweep (run {result.run_id})", result.samples)

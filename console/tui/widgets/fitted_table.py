@@ -31,6 +31,9 @@ class Col:
     flex: bool = False  # True: text that may be cut with an ellipsis; False: never cut
     min_width: int = 6  # a flexible column never goes narrower than this
     optional: bool = False  # dropped whole (never cut) when the figures would not fit
+    # dropped whole, last first, while the first flexible column would be cut: for
+    # columns the view also shows elsewhere (a flag's type and default in its panel)
+    yields: bool = False
 
 
 class FittedTable(DataTable):
@@ -60,12 +63,29 @@ class FittedTable(DataTable):
         self._rebuild()
 
     def _widths(self) -> list[int | None]:
-        """Each column's width; None for an optional column dropped for lack of room."""
+        """Each column's width; None for a column dropped for lack of room."""
+        dropped: set[int] = set()
+        while True:
+            widths = self._fit(dropped)
+            first = next((i for i, c in enumerate(self._cols) if c.flex and not c.yields), None)
+            natural = self._natural(first) if first is not None else 0
+            left = [i for i, c in enumerate(self._cols)
+                    if c.yields and widths[i] is not None]  # fmt: skip
+            if first is None or not left or (widths[first] or 0) >= natural:
+                return widths
+            dropped.add(left[-1])
+
+    def _natural(self, i: int) -> int:
+        cells = [len(str(cells[i])) for cells, _ in self._rows if i < len(cells)]
+        return max([len(self._cols[i].label), *cells])
+
+    def _fit(self, dropped: set[int]) -> list[int | None]:
+        """Each column's width without `dropped`; None for a column left out."""
         natural = [
             max([len(c.label)] + [len(str(cells[i])) for cells, _ in self._rows if i < len(cells)])
             for i, c in enumerate(self._cols)
         ]
-        shown = list(range(len(self._cols)))
+        shown = [i for i in range(len(self._cols)) if i not in dropped]
         # The width the cells may use: the table's, less its scrollbar and cell padding.
         width = self.scrollable_content_region.width
 
@@ -81,7 +101,7 @@ class FittedTable(DataTable):
         for i in reversed(range(len(self._cols))):
             if least() <= room():
                 break
-            if self._cols[i].optional:
+            if self._cols[i].optional and i in shown:
                 shown.remove(i)
         flex = [i for i in shown if self._cols[i].flex]
         widths: list[int | None] = [natural[i] if i in shown else None for i in range(len(natural))]

@@ -18,6 +18,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 ALWAYS = ("keys", "quit")  # binding ids: help and quit
+VIEWS_ID = "views"  # the menu of views, shown when the view keys do not all fit
 
 
 def _rank(binding) -> int:
@@ -39,6 +40,28 @@ class ConsoleFooter(Footer):
         key = len(self.app.get_key_display(binding))
         return key + 1 + len(description) + (1 if self.compact else 2)
 
+    def _fit(self, ordered: list[tuple], active, room: int) -> list[tuple]:
+        """The keys that fit in `room`, in order; when a view key is left out, `g Views`
+        (room kept for it) stands in for them, so a mouse can always reach every view."""
+        views = next(((b, e, t) for _n, b, e, t in active.values() if b.id == VIEWS_ID and e), None)
+        widths = [self._key_width(item[0], item[0].description) for item in ordered]
+        if views is not None and sum(widths) > room:
+            room -= self._key_width(views[0], views[0].description)
+        else:
+            views = None
+        shown = []
+        full = False
+        for item, width in zip(ordered, widths, strict=True):
+            if _rank(item[0]) == 0 or (not full and width <= room):
+                shown.append(item)  # help and quit are never left out
+                room -= width
+            else:
+                full = True  # keep the order: nothing after a key that did not fit
+        dropped_views = any(_rank(i[0]) == 2 for i in ordered if i not in shown)
+        if views is not None and dropped_views:
+            shown.append(views)
+        return shown
+
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
@@ -57,15 +80,7 @@ class ConsoleFooter(Footer):
         room = self.size.width or 10_000  # not laid out yet: everything, fitted on resize
         if palette is not None:
             room -= self._key_width(palette[1], palette[1].description) + 1
-        shown = []
-        full = False
-        for item in sorted(first.values(), key=lambda item: _rank(item[0])):
-            width = self._key_width(item[0], item[0].description)
-            if _rank(item[0]) == 0 or (not full and width <= room):
-                shown.append(item)  # help and quit are never left out
-                room -= width
-            else:
-                full = True  # keep the order: nothing after a key that did not fit
+        shown = self._fit(sorted(first.values(), key=lambda item: _rank(item[0])), active, room)
         self.styles.grid_size_columns = len(shown)
         for binding, enabled, tooltip in shown:
             yield FooterKey(

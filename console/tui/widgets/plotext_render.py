@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import plotext
 from rich.text import Text
 
+from console.tui.widgets import axis_ticks
+
 _LOCK = threading.Lock()
 # plotext's braille dots (U+2801-U+28FF; U+2800 is the blank pattern)
 _SGR = re.compile("\x1b\\[[0-9;]*m")  # the resets plotext writes even uncoloured
@@ -128,6 +130,25 @@ def _draw_series(fig, s: ChartSeries, width: int, color: RGB | None) -> None:
             fig.draw(fig.signal(xs, ys, marker=plotext.marker(POINT_MARKER, color)))
 
 
+def _round_axes(fig, drawn: Sequence[ChartSeries], width: int, rows: int) -> None:
+    """Round ticks on evenly spaced rows, plain labels with SI suffixes (axis_ticks)."""
+    ys = [y for s in drawn for _, y in s.points if math.isfinite(y)]
+    ys += [v for s in drawn for pair in (s.spread or ()) for v in pair if math.isfinite(v)]
+    xs = [x for s in drawn for x, _ in s.points if math.isfinite(x)]
+    if not ys or not xs or rows < 2:
+        return
+    low, upper, ticks = axis_ticks.y_axis(min(ys), max(ys), rows)
+    step = axis_ticks.tick_step(ticks)
+    fig.ruler("y").lim(low, upper)
+    fig.ruler("y").ticks(ticks, [axis_ticks.label(t, step) for t in ticks])
+    x_lo, x_hi = min(xs), max(xs)
+    if x_hi > x_lo:
+        fig.ruler("x").lim(x_lo, x_hi)
+        xt = axis_ticks.x_ticks(x_lo, x_hi, width)
+        x_step = axis_ticks.tick_step(xt)
+        fig.ruler("x").ticks(xt, [axis_ticks.label(t, x_step) for t in xt])
+
+
 def render_lines(
     series: Sequence[ChartSeries],
     width: int,
@@ -167,6 +188,10 @@ def render_lines(
             slot = i if s.slot is None else s.slot
             color = None if single else colors[slot % len(colors)]
             _draw_series(fig, s, width, color)
+        if drawn:
+            # the canvas rows: the plot less its frame (2), x tick labels, title, x label
+            rows = plot_height - 3 - (1 if title else 0) - (1 if x_label else 0)
+            _round_axes(fig, drawn, width, rows)
         # No clear after the build: the next chart clears first, and a clear costs as
         # much as a third of a small build.
         out = fig.build().string()

@@ -58,7 +58,10 @@ class StatusBar(Horizontal):
             text.append(f" {detail}")
         status = session.status
         if status is not None and status.pid:
-            text.append(f"  pid {status.pid}")
+            # While a (re)start is under way the polled pid is the old process's until
+            # the poll catches up: say it is pending rather than show a dead pid.
+            stale = state in ("starting", "loading", "stopping") and status.state != state
+            text.append("  pid …" if stale else f"  pid {status.pid}")
         if status is not None and status.port:
             text.append(f"  port {status.port}")
         if session.link_down:

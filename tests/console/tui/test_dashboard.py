@@ -5,6 +5,8 @@ host has GPUs, redraws only on new data, and the layout at 80x24, 100x30 and 160
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 
 import pytest
 from textual.pilot import Pilot
@@ -105,7 +107,17 @@ def test_sweep_points_draw_markers_and_spread_bars() -> None:
                          spread=[(90, 110), (70, 85), (45, 52)])  # fmt: skip
     text = render_lines([series], 50, 12).plain
     assert text.count(POINT_MARKER) == 3
-    assert "110" in text  # the axis reaches the top of the spread, not just the median
+    # The axis reaches the top of the spread, not just the median, with round ticks on
+    # evenly spaced rows.
+    ticks = [(row, int(m.group(1))) for row, line in enumerate(text.splitlines())
+             if (m := re.match(r"^\s*(\d+)┤", line))]  # fmt: skip
+    assert max(v for _, v in ticks) >= 110, text
+    rows = [r for r, _ in ticks]
+    values = [v for _, v in ticks]
+    assert len({b - a for a, b in itertools.pairwise(rows)}) == 1, text
+    assert len({a - b for a, b in itertools.pairwise(values)}) == 1 and all(
+        v % 10 == 0 for v in values
+    )
 
 
 def test_gpu_series_and_text() -> None:
@@ -224,3 +236,14 @@ def test_dashboard_stopped_at_80x24(snap_compare, monkeypatch) -> None:
     monkeypatch.setattr(dashboard, "wall_clock", lambda: NOW)
     service = fakes.FakeService(fakes.status("stopped"))
     assert snap_compare(_app(service), terminal_size=(80, 24), run_before=_ready(service))
+
+
+def test_axis_labels_are_plain_numbers_with_si_suffixes() -> None:
+    from console.tui.widgets.axis_ticks import label, y_axis
+
+    low, upper, ticks = y_axis(960.0, 1210.0, 9)
+    labels = [label(t, ticks[1] - ticks[0]) for t in ticks]
+    assert not any("e" in x for x in labels), labels  # never 1.2e3
+    assert any(x.endswith("k") for x in labels) and low <= 960 and upper >= 1210
+    assert label(1250.0, 250.0) == "1.25k" and label(512.0, 128.0) == "512"
+    assert label(0.5, 0.25) == "0.5" and label(0.75, 0.25) == "0.75"

@@ -75,7 +75,7 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             await _until(pilot, "typed result", lambda: table.row_count == 1 and not app.running)
             row = table.get_row_at(0)
             assert row[0] == "custom" and row[2] == "24/24" and row[3] != "-" and row[4] != "-"
-            assert "streamed" in row[8]
+            assert "streamed" in row[9]
             assert lab.query_one("#lab-output").text  # the generated text
             assert "stored as run" in _text(app, "#lab-note")
             # a library prompt, padded to an exact context; the dashboard lists both
@@ -84,7 +84,8 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             _set(app, "#lab-context", "48")
             await pilot.press("ctrl+r")
             await _until(pilot, "library result", lambda: table.row_count == 2 and not app.running)
-            assert table.get_row_at(1)[:2] == ["code", "48"]
+            # newest first, selected: the library prompt above the typed one
+            assert table.get_row_at(0)[:2] == ["code", "48"] and table.cursor_row == 0
             assert len(app.requests) == 2
             # each measured request also went through the live series to the charts
             await _until(pilot, "live samples", lambda: any(
@@ -129,7 +130,9 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             hist = app.screen
             runs = hist.query_one("#hist-runs")
             await _until(pilot, "runs listed", lambda: runs.row_count == 3)
-            methods = [runs.get_row_at(i)[4] for i in range(3)]
+            kinds = [runs.get_row_at(i)[4] for i in range(3)]  # the kind column, then method
+            methods = [runs.get_row_at(i)[5] for i in range(3)]
+            assert kinds == ["sweep", "prompt", "prompt"]
             assert methods == ["context-sweep", "probe", "probe"]
             await pilot.press("slash", *"sweep", "enter")
             await _until(pilot, "filtered", lambda: runs.row_count == 1)

@@ -9,6 +9,7 @@ stopped at the end; tmux uses a private socket and no user config.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import subprocess
@@ -201,6 +202,63 @@ def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
     tmux.keys("Tab", "1", "Tab", "7", "Tab", "prose")  # contexts, output tokens, text types
     tmux.wait_for(
         "each value in its own field",
-        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+3\b", s) is not None,
+        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+auto\b", s) is not None,
         timeout=10,
     )
+
+
+@contextlib.contextmanager
+def cpu_load(workers: int = 2) -> Iterator[None]:
+    """Busy loops on every core this machine has to spare, as a loaded host has."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(workers)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(10)
+
+
+BURSTS = ("64,512,1024,1900,2048,3072,4096,5120", "96,480,1000,1536,2000,2500,3000,3500",
+          "128,256,384,512,640,768,896,1024,1152")  # fmt: skip
+
+
+def test_a_long_value_typed_in_one_burst_under_load_arrives_whole(
+    tmux: Tmux, local_engine: LocalEngine
+) -> None:
+    """tmux writes each value in one write, as a paste or fast typing arrives, while
+    busy loops hold every core: the field must hold every character, in order."""
+    tmux.start(_connect_argv())
+    tmux.wait_for("the dashboard", _dashboard, timeout=60)
+    tmux.keys(_key("sweeps"))
+    tmux.wait_for("the sweep form", lambda s: "contexts (tokens)" in s, timeout=30)
+    with cpu_load():
+        for i, value in enumerate(BURSTS):
+            # Into the contexts field (from the method select after the first), its text
+            # selected, so the burst replaces it.
+            tmux.keys(*(("Tab",) if i == 0 else ("BTab", "Tab")))
+            tmux.wait_for("the contexts field focused", lambda s: "Leave field" in s, 10)
+            tmux.cmd("send-keys", "-t", "console", "-l", value)
+            screen = tmux.wait_for(
+                f"{value!r} in the contexts field",
+                lambda s, v=value: re.search(rf"▼\W+{re.escape(v)}\s", s) is not None,
+                timeout=15,
+            )
+            assert value in screen
+        # A field whose every key refilters a table (the flags search): the app's own
+        # work between keys must not cost a key either.
+        tmux.keys("Escape")
+        tmux.wait_for("the field left", lambda s: "Leave field" not in s, 10)
+        tmux.keys(_key("flags"))
+        tmux.wait_for("the flags table", lambda s: "tuned and set flags" in s, timeout=60)
+        for value in ("speculative-draft-window-size", "context-length", "xyzzy-no-such-flag"):
+            tmux.keys("/")  # flags-search (tmux would type the name "slash")
+            tmux.wait_for(f"the search focused for {value!r}", lambda s: "Leave field" in s, 10)
+            tmux.cmd("send-keys", "-t", "console", "-l", value)
+            tmux.wait_for(f"{value!r} in the search field",
+                          lambda s, v=value: any(v in line for line in s.splitlines()[:4]),
+                          timeout=15)  # fmt: skip
+            tmux.keys("C-u")  # clear it for the next
+            tmux.wait_for("the search cleared", lambda s: "/ search flags" in s, 10)
+            tmux.keys("Escape")
+            tmux.wait_for("the field left", lambda s: "Leave field" not in s, 10)

@@ -76,8 +76,8 @@ async def test_prompt_lab_draws_the_curve_of_the_last_request() -> None:
         assert row.has_class("-shown") and row.display
         commit = screen.query_one("#lab-curve-commit", Chart)
         assert any(s.label == "looping output" for s in commit._series)
-        note = str(screen.query_one("#lab-note", Static).render())
-        assert "per-round curve" in note and "loops from context" in note
+        summary = str(screen.query_one("#lab-curve-summary", Static).render())
+        assert "per-round curve" in summary and "LOOPING from context" in summary, summary
 
 
 def test_sweep_points_are_markers_with_spread() -> None:
@@ -112,7 +112,11 @@ async def test_sweeps_view_lists_stored_breakeven_runs() -> None:
         await pilot.pause()
         assert not panel.display
         line = app.screen.query_one("#breakeven-line", Static)
-        assert line.display and "does not pay at any context" in str(line.render())
+        # Each context's speedup with its interval and the experiment's own verdict.
+        shown = str(line.render())
+        assert line.display and all(f"ctx {r.context} x{r.speedup.value:.2f} [" in shown
+                                    for r in rows), shown  # fmt: skip
+        assert shown.count("does not pay") == sum(not r.pays for r in rows), shown
 
 
 def _config(window: int) -> LaunchConfig:

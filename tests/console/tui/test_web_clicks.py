@@ -61,6 +61,7 @@ def _wait(page: Any, what: str, test: Any, timeout: float = 120) -> str:
     pytest.fail(f"never saw {what}; the screen was:\n{text}", pytrace=False)
 
 
+@pytest.mark.timeout(1500)  # a sweep and a break-even (two restarts) on a shared CPU
 def test_the_verdict_is_reached_by_clicking_only(
     browser: Any, local_engine: LocalEngine, tmp_path: Path
 ) -> None:
@@ -72,6 +73,12 @@ def test_the_verdict_is_reached_by_clicking_only(
         _click_text(page, "s Service", last=True)
         _click_text(page, "Start (S)")
         _wait(page, "the engine ready", lambda t: re.search(r"local\s+builtin\s+ready", t))
+        # A prompt, by its button: the newest result is the selected first row.
+        _click_text(page, "p Prompt lab", last=True)
+        # The start action ends a moment after ready shows; a run before then is refused.
+        _wait(page, "no action running", lambda t: "(C cancels)" not in t.split("\n")[0])
+        _click_text(page, "Run prompt (r)")
+        _wait(page, "the prompt's result", lambda t: "request(s), stored as run" in t, 240)
         _click_text(page, "w Sweeps", last=True)
         # Browser-safe keys in a browser: the buttons name r, v and o, not ctrl keys.
         _wait(page, "the sweeps view", lambda t: "Run sweep (r)" in t and "Verdict (v)" in t)
@@ -82,5 +89,19 @@ def test_the_verdict_is_reached_by_clicking_only(
         text = _wait(page, "the verdict", lambda t: "(model from this sweep" in t)
         assert "tok/s" in text
         page.screenshot(path=str(tmp_path / "verdict.png"))  # kept with the test's tmp dir
+        # Where speculation stops paying, by its button, on the sweep form's contexts:
+        # the table with each context's speedup interval and the experiment's verdict.
+        _click_text(page, "Break-even (b)")
+        text = _wait(page, "the break-even table", lambda t: "break-even done" in t, timeout=900)
+        assert "commit needed" in text or "break-even run" in text, text
+        # History by its footer key, or through the views menu where the footer has no
+        # room for every view key.
+        if any("h History" in row for row in _screen(page)[-2:]):
+            _click_text(page, "h History", last=True)
+        else:
+            _click_text(page, "g Views", last=True)
+            _click_text(page, "h  History")
+        _wait(page, "the history view", lambda t: "runs" in t and "Mark (space)" in t)
+        page.screenshot(path=str(tmp_path / "history.png"))
         page.close()
     assert proc.returncode is not None

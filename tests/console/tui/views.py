@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from console.analysis.records import RunInfo
 from console.service import LifecycleEvent
 from console.tui.app import SpecConsoleApp
+from console.tui.messages import PromptRan
 from console.tui.settings import TuiSettings
 from tests.console.tui import fakes
 
@@ -57,25 +58,27 @@ async def settle(pilot: Pilot) -> None:
 
 def fill_history() -> None:
     """Two stored context sweeps of one host, the second with a smaller draft window."""
+    asyncio.run(store_history())
+
+
+async def store_history() -> None:
+    """`fill_history` from inside a running loop (an async test)."""
     from console.store import RunStore
 
-    async def fill() -> None:
-        store = RunStore.default()
-        for i, (flags, scale) in enumerate(
-            (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
-        ):
-            info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
-                           params={"contexts": [64, 256, 512, 1024]}, flags=flags,
-                           started_at=fakes.T0 + 600 * i)  # fmt: skip
-            run_id = await store.start_run(info)
-            for s in fakes.sweep_samples():
-                await store.add_request(run_id, s.__class__(**{
-                    **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
-                    "step_time_s": s.step_time_s / scale}))  # fmt: skip
-            await store.finish_run(run_id, "complete", None)
-        store.close()
-
-    asyncio.run(fill())
+    store = RunStore.default()
+    for i, (flags, scale) in enumerate(
+        (({"port": 30000}, 1.0), ({"port": 30000, "speculative-draft-window-size": 256}, 0.8))
+    ):
+        info = RunInfo(host="gpu1", engine="builtin", method="context-sweep",
+                       params={"contexts": [64, 256, 512, 1024]}, flags=flags,
+                       started_at=fakes.T0 + 600 * i)  # fmt: skip
+        run_id = await store.start_run(info)
+        for s in fakes.sweep_samples():
+            await store.add_request(run_id, s.__class__(**{
+                **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
+                "step_time_s": s.step_time_s / scale}))  # fmt: skip
+        await store.finish_run(run_id, "complete", None)
+    store.close()
 
 
 def repeated_sweep() -> list:
@@ -87,6 +90,26 @@ def repeated_sweep() -> list:
                                       "step_time_s": s.step_time_s / k,
                                       "decode_time_s": s.decode_time_s / k}))  # fmt: skip
     return out
+
+
+def prompt_result():
+    """A prompt run three times at one point: the last request reports its rounds, and
+    its output loops from the middle on (repetition 70%)."""
+    from console.analysis.stats import summarize
+    from console.measure.methods import MethodResult
+
+    base = fakes.requests()[0]
+    rounds = [[512 + 4 * i, 0.028 + 0.0001 * i, 4.0 - 0.02 * i] for i in range(32)]
+
+    def scaled(k: float):
+        return base.__class__(**{**base.as_dict(), "decode_tok_s": base.decode_tok_s * k,
+                                 "decode_time_s": base.decode_time_s / k,
+                                 "step_time_s": base.step_time_s / k})  # fmt: skip
+
+    samples = [scaled(k) for k in (0.98, 1.0, 1.02)]
+    samples[-1] = base.__class__(**{**samples[-1].as_dict(), "rounds": rounds,
+                                    "repetition": 0.7, "text": "def parse(line):"})  # fmt: skip
+    return MethodResult("prompt", 7, samples, summarize(samples))
 
 
 def scenario(view: str) -> tuple[SpecConsoleApp, RunBefore]:
@@ -107,15 +130,8 @@ def scenario(view: str) -> tuple[SpecConsoleApp, RunBefore]:
         elif view == "prompt":
             await pilot.press("p")
             await settle(pilot)
-            from console.measure.methods import MethodResult  # noqa: F401  (the answer's type)
-            from console.tui.screens.prompt_lab import result_row
-
-            table = pilot.app.screen.query_one("#lab-results")
-            for sample in fakes.requests():
-                table.add_fitted_row(*result_row(sample))
-            pilot.app.screen.query_one("#lab-output").load_text(
-                "def parse(line):\n    return line.split(',')"
-            )
+            pilot.app.screen.post_message(PromptRan(prompt_result()))
+            await settle(pilot)
         elif view == "sweeps":
             from console.analysis.decompose import fit
             from console.analysis.stats import summarize

@@ -1,0 +1,73 @@
+"""Where each of the CLI's measurement commands is in the TUI, option by option.
+
+One table, read by the parity test (tests/console/tui/test_cli_parity.py), which walks
+`specconsole`'s own parser: every command that measures (it takes `--repeat`, or it is
+`set` with its baseline) must have an entry here naming its palette entry (a key id in
+keys.py with `palette=True`) and, for every option, the field of that view that sets it
+or why the TUI needs none. A new CLI command or option without a TUI place fails it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Options that mean nothing in a console session, whatever the command.
+SESSION_OPTIONS = {
+    "host": "the session's host (connect HOST)",
+    "accept_new_host_key": "asked by the host-key modal when the session opens",
+    "json": "output format of the CLI; the TUI shows the result and History exports JSON",
+    "no_store": "the TUI stores every run (History lists them)",
+}
+# What the TUI does not offer yet, by option: said here so the test names the gap.
+NOT_YET = {
+    "prompts": "extra prompt texts from a file",
+    "target_rel": "a noise target other than the default 5% (blank repeat uses the default)",
+    "max_repeat": "a repeat ceiling other than the default 10",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    key_id: str  # the palette entry (keys.py)
+    view: str  # the app mode it lives in
+    options: dict[str, str]  # CLI option dest -> "#widget" in the view, or "=why none"
+
+
+ENTRIES: dict[str, Entry] = {
+    "prompt": Entry("prompt-run", "prompt", {
+        "text": "#lab-typed", "text_type": "#lab-type", "context": "#lab-context",
+        "max_tokens": "#lab-max", "ignore_eos": "#lab-ignore-eos", "stream": "#lab-stream",
+        "repeat": "#lab-repeat",
+    }),
+    "sweep": Entry("sweep-run", "sweeps", {
+        "contexts": "#sweep-contexts", "outputs": "#sweep-outputs", "output": "#sweep-outputs",
+        "context": "#sweep-contexts", "text": "#sweep-types", "repeat": "#sweep-repeat",
+        "stream": "=not streamed: the sweep figures are the engine's (stream check compares)",
+    }),
+    "twopoint": Entry("sweep-twopoint", "sweeps", {
+        "n1": "#sweep-outputs", "n2": "#sweep-outputs", "context": "#sweep-contexts",
+        "text_type": "#sweep-types", "repeat": "#sweep-repeat",
+    }),
+    "streamcheck": Entry("sweep-streamcheck", "sweeps", {
+        "context": "#sweep-contexts", "max_tokens": "#sweep-outputs",
+        "text_type": "#sweep-types", "repeat": "#sweep-repeat",
+    }),
+    "diagnose": Entry("sweep-explain", "sweeps", {
+        "observed": "#v-observed", "context": "#v-context", "text": "#v-text",
+        "baseline": "#v-baseline", "baseline_context": "#v-baseline-context",
+        "baseline_text": "#v-baseline-text", "window": "=the live figures take the last minute",
+        "fresh": "#sweep-run-button", "repeat": "#sweep-repeat",
+    }),
+    "breakeven": Entry("sweep-breakeven", "sweeps", {
+        "contexts": "#sweep-contexts", "output": "#sweep-outputs", "text": "#sweep-types",
+        "repeat": "#sweep-repeat", "seed": "=the CLI's default seed 0",
+        "timeout": "=the CLI's default 600 s per restart",
+    }),
+    "set": Entry("flags-apply", "flags", {
+        "assignments": "#flag-value", "dry_run": "=the diff is shown before every apply",
+        "yes": "=the confirm modal asks", "baseline": "#flag-baseline",
+        "bracket": "#flag-bracket", "repeat": "#bl-repeat", "baseline_contexts": "#bl-contexts",
+        "baseline_output": "#bl-output", "baseline_text": "#bl-text",
+        "timeout": "=ready_timeout_s in tui.toml",
+    }),
+}  # fmt: skip

@@ -1,0 +1,80 @@
+"""The measurement requests screens send the app: a prompt, a sweep (or a two-point, a
+stream check), a break-even run. Each calls the same function its CLI command calls
+(`measure.methods`, `experiments.breakeven`) through the app's one-action rule, with
+progress and cancel, and is refused with the start key while the engine is down.
+
+A mixin of `SpecConsoleApp` (Textual finds `on_*` handlers on every class of the app).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from console.experiments.breakeven import run_breakeven
+from console.measure import methods
+from console.tui import keys, messages
+from console.tui.messages import answer
+from console.tui.widgets.status_bar import state_text
+
+# The sweeps view's methods (its method select), as `specconsole sweep --contexts`,
+# `sweep --outputs`, `twopoint` and `streamcheck` call them.
+METHOD_CALLS = {"context": "context_sweep", "output": "output_sweep",
+                "two-point": "two_point", "stream check": "stream_check"}  # fmt: skip
+
+
+class MeasureRequests:
+    """The handlers; `self` is the app (its runner, live feed, keymap, host)."""
+
+    runner: Any
+    live: Any
+    keymap: dict[str, str]
+    host: str | None
+    running: str
+
+    def _engine_not_ready(self, request: messages.Request, what: str) -> bool:
+        """Refuse a measurement while the engine is known to be down, with the key that
+        starts it (the measure core's own sentence names the CLI command instead)."""
+        state, _ = state_text(self)
+        if state not in ("stopped", "failed") or self.running:
+            return False
+        start = keys.display_keys(keys.BY_ID["start"], self.keymap)
+        self.notify(f"The engine on {self.host} is {state}: press {start} to start it.",
+                    severity="warning")  # fmt: skip
+        answer(request, messages.ActionRefused(what))
+        return True
+
+    def on_run_prompt(self, request: messages.RunPrompt) -> None:
+        if self._engine_not_ready(request, "prompt"):
+            return
+        measure, kwargs = self.live.measure_session, request.request
+        self.runner.run_request(
+            request,
+            "prompt",
+            lambda tick: methods.probe(measure(), tick=tick, **kwargs),
+            messages.PromptRan,
+        )
+
+    def on_run_sweep(self, request: messages.RunSweep) -> None:
+        if self._engine_not_ready(request, request.kind):
+            return
+        kind, measure, kwargs = request.kind, self.live.measure_session, request.params
+        run = getattr(methods, METHOD_CALLS[kind])
+        self.runner.run_request(
+            request,
+            f"{kind} sweep" if kind in ("context", "output") else kind,
+            lambda tick: run(measure(), tick=tick, **kwargs),
+            lambda result: messages.SweepRan(kind, result),
+        )
+
+    def on_run_breakeven(self, request: messages.RunBreakeven) -> None:
+        """`specconsole breakeven`: speculation on, off and back, per context. Not a
+        launch for cancel's sake: the experiment restores the flags itself."""
+        if self._engine_not_ready(request, "break-even"):
+            return
+        measure, kwargs = self.live.measure_session, request.params
+        self.runner.run_request(
+            request,
+            "break-even",
+            lambda tick: run_breakeven(measure(), tick=tick, **kwargs),
+            messages.BreakevenRan,
+        )

@@ -1,0 +1,63 @@
+"""The flags view's baseline settings: what `specconsole set --baseline` takes.
+
+Contexts, output tokens and text types override the host profile's `[baseline]` table
+for this apply (`--baseline-contexts/--baseline-output/--baseline-text`; blank keeps the
+profile's); repeat blank is the CLI's default (repeat until each point's interval is
+narrow), a number is exactly that many (`--repeat N`); bracket measures A-B-A-B so slow
+drift cancels (`--bracket`). As on the command line, any override implies the baseline.
+The parsed options go to `experiments.baseline.apply_with_baseline` unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from textual.containers import Horizontal
+from textual.widget import Widget
+from textual.widgets import Input
+
+from console.analysis.sample_size import SampleTarget
+from console.numbers import parse_count, parse_counts
+from console.tui.widgets.form import inline_field
+from console.tui.widgets.tick_box import TickBox
+
+FIELDS = ("#bl-contexts", "#bl-output", "#bl-text", "#bl-repeat")
+
+
+def compose_settings() -> Iterator[Widget]:
+    with Horizontal(id="flag-baseline-row", classes="verdict-form"):
+        yield from inline_field("ctx", "profile's", "bl-contexts")
+        yield from inline_field("out", "96", "bl-output")
+        yield from inline_field("text", "code,prose", "bl-text")
+        yield from inline_field("repeat", "auto", "bl-repeat")
+        yield TickBox("bracket A-B-A-B", id="flag-bracket")
+
+
+def baseline_options(
+    contexts: str, output: str, text: str, repeat: str, bracket: bool
+) -> dict[str, Any]:
+    """The typed settings as `apply_with_baseline` keywords (`overrides`, `target`,
+    `bracket`); a ConsoleError with one sentence for a bad value."""
+    overrides: dict[str, Any] = {}
+    if contexts.strip():
+        overrides["contexts"] = parse_counts(contexts, "Each baseline context")
+    if output.strip():
+        overrides["output"] = parse_count(output, "The baseline output")
+    types = [t.strip() for t in text.split(",") if t.strip()]
+    if types:
+        overrides["text_types"] = types
+    options: dict[str, Any] = {"overrides": overrides, "bracket": bracket}
+    if repeat.strip():
+        options["target"] = SampleTarget.fixed(parse_count(repeat, "Repeat"))
+    return options
+
+
+def wants_baseline(options: dict[str, Any]) -> bool:
+    """Whether these settings ask for a baseline on their own (any of them given)."""
+    return bool(options["overrides"] or options["bracket"] or "target" in options)
+
+
+def read_settings(screen: Any) -> dict[str, Any]:
+    values = [screen.query_one(s, Input).value for s in FIELDS]
+    return baseline_options(*values, screen.query_one("#flag-bracket", TickBox).value)
