@@ -224,7 +224,7 @@ class EngineActions:
         options: dict[str, Any] | None = None,
     ) -> Worker | None:
         """Write `plan`, restart and follow to ready, optionally between two baselines
-        (`options`: `apply_with_baseline`'s overrides, target and bracket, as `set
+        (`options`: `apply_with_baseline`'s overrides, target, order and calibrate, as `set
         --baseline` passes them)."""
         app = self.app
 

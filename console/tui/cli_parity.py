@@ -55,7 +55,10 @@ ENTRIES: dict[str, Entry] = {
     "diagnose": Entry("sweep-explain", "sweeps", {
         "observed": "#v-observed", "context": "#v-context", "text": "#v-text",
         "baseline": "#v-baseline", "baseline_context": "#v-baseline-context",
-        "baseline_text": "#v-baseline-text", "window": "=the live figures take the last minute",
+        "baseline_text": "#v-baseline-text", "output": "#v-output",
+        "observed_requests": "#v-requests", "baseline_output": "#v-baseline-output",
+        "baseline_requests": "#v-baseline-requests",
+        "window": "=the live figures take the last minute",
         "fresh": "#sweep-run-button", "repeat": "#sweep-repeat",
     }),
     "breakeven": Entry("sweep-breakeven", "sweeps", {
@@ -66,7 +69,8 @@ ENTRIES: dict[str, Entry] = {
     "set": Entry("flags-apply", "flags", {
         "assignments": "#flag-value", "dry_run": "=the diff is shown before every apply",
         "yes": "=the confirm modal asks", "baseline": "#flag-baseline",
-        "bracket": "#flag-bracket", "repeat": "#bl-repeat", "baseline_contexts": "#bl-contexts",
+        "order": "#flag-order", "no_calibrate": "#flag-calibrate", "repeat": "#bl-repeat",
+        "baseline_contexts": "#bl-contexts",
         "baseline_output": "#bl-output", "baseline_text": "#bl-text",
         "timeout": "=ready_timeout_s in tui.toml",
     }),

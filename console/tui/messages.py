@@ -68,7 +68,7 @@ class ApplyFlags(Request):
         super().__init__()
         self.plan = plan
         self.baseline = baseline
-        # `apply_with_baseline`'s overrides, target and bracket (screens/flags_baseline.py)
+        # `apply_with_baseline`'s overrides, target, order and calibrate (screens/flags_baseline.py)
         self.options = options or {}
 
 

@@ -326,8 +326,7 @@ class FlagsScreen(ViewScreen):
         self.leave_form()  # C must cancel the apply, not type into the value box
         question = f"Apply and restart {self.session.host}?"
         if baseline:
-            order = "A-B-A-B" if options["bracket"] else "before and after"
-            question += f" (with a baseline, {order})"
+            question += f" (with a baseline, order {options['order']})"
         apply = ApplyFlags(plan, baseline=baseline, options=options if baseline else None)
         self.request(ConfirmAndRun(question, plan.diff, apply, diff=True))
 

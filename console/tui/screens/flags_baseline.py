@@ -3,8 +3,10 @@
 Contexts, output tokens and text types override the host profile's `[baseline]` table
 for this apply (`--baseline-contexts/--baseline-output/--baseline-text`; blank keeps the
 profile's); repeat blank is the CLI's default (repeat until each point's interval is
-narrow), a number is exactly that many (`--repeat N`); bracket measures A-B-A-B so slow
-drift cancels (`--bracket`). As on the command line, any override implies the baseline.
+narrow), a number is exactly that many (`--repeat N`); the order is `--order`'s (auto:
+side by side where the host holds both engines, else A-B-A-B when a restart is cheap,
+else A-B; `--bracket` is A-B-A-B), and calibrate unticked is `--no-calibrate`. As on the
+command line, any override implies the baseline.
 The parsed options go to `experiments.baseline.apply_with_baseline` unchanged.
 """
 
@@ -15,9 +17,10 @@ from typing import Any
 
 from textual.containers import Horizontal
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, Select
 
 from console.analysis.sample_size import SampleTarget
+from console.experiments.baseline import ORDERS
 from console.numbers import parse_count, parse_counts
 from console.tui.widgets.form import inline_field
 from console.tui.widgets.tick_box import TickBox
@@ -31,14 +34,21 @@ def compose_settings() -> Iterator[Widget]:
         yield from inline_field("out", "96", "bl-output")
         yield from inline_field("text", "code,prose", "bl-text")
         yield from inline_field("repeat", "auto", "bl-repeat")
-        yield TickBox("bracket A-B-A-B", id="flag-bracket")
+        yield Select([(o, o) for o in ORDERS], value="auto", allow_blank=False,
+                     id="flag-order", prompt="order")  # fmt: skip
+        yield TickBox("calibrate", value=True, id="flag-calibrate")
 
 
 def baseline_options(
-    contexts: str, output: str, text: str, repeat: str, bracket: bool
+    contexts: str,
+    output: str,
+    text: str,
+    repeat: str,
+    order: str = "auto",
+    calibrate: bool = True,
 ) -> dict[str, Any]:
     """The typed settings as `apply_with_baseline` keywords (`overrides`, `target`,
-    `bracket`); a ConsoleError with one sentence for a bad value."""
+    `order`, `calibrate`); a ConsoleError with one sentence for a bad value."""
     overrides: dict[str, Any] = {}
     if contexts.strip():
         overrides["contexts"] = parse_counts(contexts, "Each baseline context")
@@ -47,7 +57,7 @@ def baseline_options(
     types = [t.strip() for t in text.split(",") if t.strip()]
     if types:
         overrides["text_types"] = types
-    options: dict[str, Any] = {"overrides": overrides, "bracket": bracket}
+    options: dict[str, Any] = {"overrides": overrides, "order": order, "calibrate": calibrate}
     if repeat.strip():
         options["target"] = SampleTarget.fixed(parse_count(repeat, "Repeat"))
     return options
@@ -55,9 +65,16 @@ def baseline_options(
 
 def wants_baseline(options: dict[str, Any]) -> bool:
     """Whether these settings ask for a baseline on their own (any of them given)."""
-    return bool(options["overrides"] or options["bracket"] or "target" in options)
+    return bool(
+        options["overrides"]
+        or options["order"] != "auto"
+        or not options["calibrate"]
+        or "target" in options
+    )
 
 
 def read_settings(screen: Any) -> dict[str, Any]:
     values = [screen.query_one(s, Input).value for s in FIELDS]
-    return baseline_options(*values, screen.query_one("#flag-bracket", TickBox).value)
+    order = screen.query_one("#flag-order", Select).value
+    calibrate = screen.query_one("#flag-calibrate", TickBox).value
+    return baseline_options(*values, str(order), bool(calibrate))

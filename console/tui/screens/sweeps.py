@@ -118,14 +118,22 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
             with Vertical(id="verdict-panel", classes="panel"):
                 # One row per figure pair, labels beside the boxes: the verdict keeps its
                 # room for the explanation at every terminal size.
+                # Contexts are prompt lengths, as typed on the command line; "out" is
+                # the output tokens (blank: the sweep's), "n" how many requests the
+                # figure is the median of (blank: one).
                 with Horizontal(classes="verdict-form"):
                     yield from inline_field("observed", "tok/s", "v-observed")
-                    yield from inline_field("at ctx", "tokens", "v-context")
+                    yield from inline_field("prompt", "tokens", "v-context")
                     yield from inline_field("text", "type", "v-text")
                 with Horizontal(classes="verdict-form"):
                     yield from inline_field("baseline", "tok/s, optional", "v-baseline")
-                    yield from inline_field("at ctx", "tokens", "v-baseline-context")
+                    yield from inline_field("prompt", "tokens", "v-baseline-context")
                     yield from inline_field("b. text", "type", "v-baseline-text")
+                with Horizontal(classes="verdict-form"):
+                    yield from inline_field("out", "sweep's", "v-output")
+                    yield from inline_field("n", "1", "v-requests")
+                    yield from inline_field("b. out", "sweep's", "v-baseline-output")
+                    yield from inline_field("b. n", "1", "v-baseline-requests")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
         # Stored break-even runs (`specconsole breakeven`), apart from the verdict panel:

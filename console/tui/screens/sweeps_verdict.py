@@ -18,7 +18,14 @@ from console.analysis import format as fmt
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.live_window import LiveWindow, explain_live, live_window
 from console.analysis.records import RequestSample, flags_hash
-from console.analysis.verdict import Judgement, Observed, Sweep, guess_type, judge, typed_baseline
+from console.analysis.verdict import (
+    Judgement,
+    Observed,
+    Sweep,
+    guess_type,
+    typed_baseline,
+    typed_verdict,
+)
 from console.errors import ConsoleError
 
 
@@ -139,19 +146,37 @@ class VerdictPanel:
                 known = ", ".join(model.commit)
                 raise ConsoleError(f"The sweep has no {kind!r} text; it measured {known}.")
         baseline = self._number("#v-baseline", "baseline tok/s", required=False)
-        b_context = self._number("#v-baseline-context", "baseline context", required=False)
+        b_context = self._number("#v-baseline-context", "baseline prompt length", required=False)
+        b_output = self._count("#v-baseline-output", "baseline output tokens")
+        b_requests = self._count("#v-baseline-requests", "baseline request count") or 1
         if self._live is not None:
             # The live window's own figures, as `specconsole diagnose` explains them.
+            base = typed_baseline(sweep, baseline, b_context, b_text, output=b_output,
+                                  requests=b_requests)  # fmt: skip
             return explain_live(
                 sweep, self._live, text_type=typed_text or None, baseline=baseline,
-                baseline_context=b_context, baseline_text=b_text,
+                baseline_context=b_context, baseline_text=b_text, baseline_figure=base,
             ).verdict  # fmt: skip
-        observed = Observed.typed(
-            self._number("#v-observed", "observed tok/s") or 0.0,
-            self._number("#v-context", "context it was observed at") or 0.0,
+        # The same function `specconsole diagnose --observed` calls (and `bench verdict`
+        # scores): prompt lengths as typed, each figure with this host's noise at its point.
+        return typed_verdict(
+            sweep, self._number("#v-observed", "observed tok/s") or 0.0,
+            self._number("#v-context", "prompt length it was observed at") or 0.0,
             typed_text or next(iter(model.commit)),
-        )
-        return judge(sweep, observed, typed_baseline(sweep, baseline, b_context, b_text))
+            output=self._count("#v-output", "output tokens"),
+            requests=self._count("#v-requests", "request count") or 1,
+            baseline=baseline, baseline_prompt=b_context, baseline_text=b_text,
+            baseline_output=b_output, baseline_requests=b_requests,
+        )  # fmt: skip
+
+    def _count(self, selector: str, what: str) -> int | None:
+        """A whole number from a verdict field, or None when it is blank."""
+        value = self._number(selector, what, required=False)
+        if value is None:
+            return None
+        if value < 1 or value != int(value):
+            raise ConsoleError(f"The {what} must be a whole number of at least 1, not {value:g}.")
+        return int(value)
 
     def action_use_live(self) -> None:
         """Observed figures from the live series' last minute (`measure.live_window`)."""

@@ -115,14 +115,21 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             assert "no data yet" not in sweeps.query_one("#sweep-tok").render().plain
             assert "step time =" in _text(app, "#verdict")
 
-            # Verdict on a figure half of what the model predicts: not physics.
-            predicted = sweeps.model.predict(512, "code")
+            # A typed figure, half what the model predicts, through the CLI's typed path: the
+            # prompt length as typed, read mid-decode, the median of 3 requests, carrying
+            # this host's measured noise (on the tiny random pair that noise is wide, so
+            # the honest answer may be "not enough evidence" rather than "not physics").
+            predicted = sweeps.model.predict(512 + 16 / 2, "code")
             _set(app, "#v-observed", f"{predicted / 2:.1f}")
             _set(app, "#v-context", "512")
             _set(app, "#v-text", "code")
+            _set(app, "#v-requests", "3")
             await pilot.press("ctrl+t")
-            await _until(pilot, "verdict", lambda: "Not physics" in _text(app, "#verdict"))
-            assert "commit" in _text(app, "#verdict") and "tok/s" in _text(app, "#verdict")
+            await _until(pilot, "verdict", lambda: "noise" in _text(app, "#verdict"))
+            verdict = _text(app, "#verdict")
+            assert verdict.startswith(("Not physics", "Not enough evidence")), verdict
+            assert "prompt 512 + 16 out (mid-decode context 520)" in verdict
+            assert "the median of 3 requests" in verdict and "carries this host's noise" in verdict
 
             # History: both kinds of run, two compared, exported.
             await pilot.press("h")
