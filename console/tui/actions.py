@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker
 
+from console.analysis.noise_profile import NoiseProfile
 from console.errors import ConfigError, one_line
-from console.experiments.baseline import BaselineApply, apply_with_baseline
+from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
+from console.experiments.calibrate import calibrate
 from console.service import LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
@@ -179,6 +181,29 @@ class EngineActions:
             f"Stop the engine on {self.app.host}?",
             "Requests in flight are cut off.",
             lambda: self.runner.run_service_action("stop", lambda: self.app.service.stop()),  # type: ignore[union-attr]
+        )
+
+    def calibrate(self) -> None:
+        """`specconsole calibrate HOST`: blocks of the baseline's points with a restart
+        between each two, unchanged flags; the profile is stored and shown."""
+        app = self.app
+
+        async def measure() -> NoiseProfile:
+            session = app.live.measure_session()
+            plan = await plan_for(session)
+            return await calibrate(
+                app.service, app.run_store(), plan=plan, timeout=self._timeout,  # type: ignore[arg-type]
+                on_note=lambda text: app.notify(text),
+            )  # fmt: skip
+
+        def done(profile: NoiseProfile) -> None:
+            app.push_screen(InfoScreen("Noise profile", "\n".join(profile.lines())))
+
+        self.confirm(
+            f"Calibrate {app.host}?",
+            "Blocks of the baseline's points with two restarts in between (flags unchanged): "
+            "the host's request-to-request spread and its drift across a restart.",
+            lambda: self.runner.run_service_action("calibrate", measure, done),
         )
 
     def rollback(self) -> None:

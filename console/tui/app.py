@@ -309,6 +309,9 @@ class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
     def action_rollback(self) -> None:
         self.engine.rollback()
 
+    def action_calibrate(self) -> None:
+        self.engine.calibrate()
+
     def action_cancel(self) -> None:
         self.runner.cancel()
 

@@ -154,3 +154,21 @@ async def test_the_palette_offers_views_actions_and_themes() -> None:
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert app.theme == "high-contrast"
+
+
+async def test_calibrate_is_in_the_palette_and_asks_before_it_restarts() -> None:
+    """`specconsole calibrate` has its TUI entry: the palette finds it by name, and it
+    asks first (it restarts the engine twice), then runs the CLI's calibrate."""
+    from console.tui.screens.modals import ConfirmScreen
+
+    app = SpecConsoleApp("gpu1", service=fakes.FakeService(), poll=False, live=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("colon", *"Calibrate")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Calibrate gpu1?" in str(app.screen.query_one("#question").render())
+        await pilot.press("escape")  # refused: nothing runs
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, ConfirmScreen) and not app.running
