@@ -34,6 +34,9 @@ ENGINES = {"sglang": "sglang-0.5.23", "vllm": "vllm-0.33.0"}
 sys.path.insert(0, str(FIXTURES))
 import capture_engines  # noqa: E402
 
+# Every test here runs the engines' own parser venvs (a real part): the slow tier.
+pytestmark = pytest.mark.slow
+
 # What the raw dump's `type` (argparse's callable, by qualified name) means, written
 # independently of the probe's classification.
 RAW_TYPES = {

@@ -131,6 +131,7 @@ def test_verdict_needs_the_same_text_within_and_a_generation_that_does_not_fall(
     assert curves(rose, fell_first, [64, 1900])["code"]["drafter_holds_up"] is False
 
 
+@pytest.mark.slow  # the bench CLI as a subprocess
 def test_cli_refuses_a_context_beyond_the_model_and_reports_json(tiny_pair, corpus):
     target, drafter = tiny_pair
     base = [
@@ -171,6 +172,7 @@ def test_cli_refuses_a_context_beyond_the_model_and_reports_json(tiny_pair, corp
     assert "4-token generation" in text and "same text (4 cut points)" in text
 
 
+@pytest.mark.slow  # a benchmark against transformers' generate()
 def test_ar_against_transformers_generate_reports_a_paired_ratio(tiny_pair):
     pytest.importorskip("transformers")
     target, _ = tiny_pair

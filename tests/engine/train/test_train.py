@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from engine.checkpoint import load_bundle
@@ -50,6 +51,7 @@ def run_train(*args):
     )
 
 
+@pytest.mark.slow  # trains both models for a few steps
 def test_train_target_resumes_then_drafter_trains_and_loads(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
