@@ -123,7 +123,9 @@ async def test_decomposition_predicts_held_back_step_times(
     fitted = [s for s in result.samples if s.context_tokens == 512]
     commit = sum(s.completion_tokens - 1 for s in fitted) / sum(s.verify_steps for s in fitted)
     assert model.commit_at("prose", fitted[0].decode_context) == pytest.approx(commit)
-    assert model.step_fits, model.notes
+    # Two workers share two cores, so a point can sit over 20% off the line (24% seen):
+    # then the model must say its step predictions are rough, never claim a fit.
+    assert model.step_fits or any("not linear" in n for n in model.notes), model.notes
 
 
 async def test_two_point_agrees_with_the_servers_decode_time(

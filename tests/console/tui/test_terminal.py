@@ -36,7 +36,9 @@ class Tmux:
         self.conf = workdir / "tmux.conf"
         # Keep the pane after the app exits so its last screen stays readable.
         self.conf.write_text("set -g remain-on-exit on\nset -g default-terminal screen-256color\n")
-        self.env = env
+        # A test worker may carry COLUMNS/LINES (pytest-xdist's do: 80x24); the app would
+        # take them over the pane's real size, so the pane's programs never see them.
+        self.env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
         self.exit_file = workdir / "exit-status"
 
     def cmd(self, *args: str) -> str:
