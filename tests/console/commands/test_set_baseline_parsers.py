@@ -49,15 +49,18 @@ def _set(*assignments: str) -> dict:
     return json.loads(out.stdout)
 
 
-def _within_noise(data: dict) -> None:
+def _findings(data: dict) -> list[str]:
+    """The rows that read a change (the parsers make none). Commit is exact on every row
+    and both sides read the same rounds: those hold by construction, whatever the load."""
     assert data["ok"] and len(data["rows"]) == 4  # two contexts x code, prose
+    found = []
     for row in data["rows"]:
-        where = f"{row['text_type']} at {row['context']}"
-        assert row["factors_moved"] == [], f"{where}: {row['moved']}"
-        assert row["verdict"]["outcome"] == "physics", row["verdict"]["headline"]
         commit = row["verdict"]["changes"]["commit_len"]
         assert commit["low"] == commit["high"] == 1.0 and commit["text"] == "no change (exact)"
         assert row["n_before"] == row["n_after"]  # the same rounds of the same passages
+        if row["factors_moved"] or row["verdict"]["outcome"] != "physics":
+            found.append(f"{row['text_type']} at {row['context']}: {row['verdict']['headline']}")
+    return found
 
 
 async def test_parser_flags_read_within_noise_side_by_side_and_bracketed(
@@ -69,7 +72,7 @@ async def test_parser_flags_read_within_noise_side_by_side_and_bracketed(
     # no noise profile yet: measured first (for history and typed figures), and said so
     assert first["calibrated"] is True and "calibrated first" in " ".join(first["notes"])
     assert first["drift"]["order"] == "side-by-side" and first["drift"]["term"] == 0.0
-    _within_noise(first)
+    found = _findings(first)
     flags = dict((await service.current_config()).flags)
     assert flags["tool-call-parser"] == "qwen25"  # applied to the service as asked
     # across restarts, with the calibrated drift in every time interval (the measured
@@ -77,6 +80,10 @@ async def test_parser_flags_read_within_noise_side_by_side_and_bracketed(
     back = _set(*(a.split("=")[0] + "=" for a in PARSERS), "--order", "A-B-A-B")
     assert back["calibrated"] is False  # the host's profile is found now
     assert back["order"] == "A-B-A-B" and back["drift"]["measured"] and back["drift"]["term"] > 0
-    _within_noise(back)
+    found += _findings(back)
+    # Eight rows at 99% each, on two cores shared with another test worker: one step-time
+    # row at the edge of its interval has been seen (the process offset side by side is
+    # in no interval yet); a protocol that misreads the parsers fails several.
+    assert len(found) <= 1, found
     flags = dict((await service.current_config()).flags)
     assert "tool-call-parser" not in flags and "reasoning-parser" not in flags
