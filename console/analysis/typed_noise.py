@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from console.analysis.intervals import percentile, usable
+from console.analysis.noise_profile import Z95
 from console.analysis.records import RequestSample
 
 MIN_REQUESTS = 2  # a point with fewer requests has no spread to speak of
@@ -57,12 +58,17 @@ class FigureNoise:
 
     def draw(self, rng: random.Random, k: int = 1) -> float:
         """One bootstrap ratio (figure / its point) for a figure that is the median of `k`
-        requests."""
+        requests.
+
+        The drift is the 95% half-width of the shift between two blocks (a calibration's
+        `Z95 x shift_sd`). Both figures of a comparison draw it, so each draws its share,
+        a normal shift of sd `shift_sd / sqrt 2`: their ratio then carries the measured
+        block-to-block shift once, not twice."""
         sigma = self.sigma * math.sqrt(self.df / rng.gammavariate(self.df / 2, 2.0))
-        ratio = math.exp(statistics.median(rng.gauss(0.0, sigma) for _ in range(max(1, k))))
+        log = statistics.median(rng.gauss(0.0, sigma) for _ in range(max(1, k)))
         if self.drift:
-            ratio *= 1.0 + rng.uniform(-self.drift, self.drift)
-        return ratio
+            log += rng.gauss(0.0, self.drift / Z95 / math.sqrt(2.0))
+        return math.exp(log)
 
     def band(self) -> tuple[float, float]:
         """The middle 95% of one request's tok/s relative to its point's (seeded)."""
@@ -169,16 +175,45 @@ def _nearest(points: Sequence[FigureNoise], text_type: str, context: float) -> F
                    pooled=where)  # fmt: skip
 
 
+def _within_passages(
+    kind: str, ctx: float, group: Sequence[RequestSample], source: str
+) -> FigureNoise | None:
+    """The point's timing spread: each request's log tok/s about its own passage's mean,
+    on n - passages degrees of freedom; None when no passage was read twice."""
+    by_passage: dict[str, list[float]] = {}
+    for s in group:
+        by_passage.setdefault(s.prompt_id, []).append(_rate(s))
+    repeated = [r for r in by_passage.values() if len([t for t in r if t > 0]) >= MIN_REQUESTS]
+    if not repeated:
+        return None
+    dev = [d for rates in repeated for d in _log_deviations(rates)]
+    df = len(dev) - len(repeated)
+    sigma = math.sqrt(sum(d * d for d in dev) / df)
+    where = f"{source}, about each passage's own mean: figures of the same prompts"
+    return FigureNoise(sigma, df, kind, ctx, where, 0.0, len(dev))
+
+
+def _rate(s: RequestSample) -> float:
+    return (s.completion_tokens - 1) / (s.decode_time_s or 1.0)
+
+
 def sweep_noise(samples: Sequence[RequestSample], source: str) -> list[FigureNoise]:
-    """Every sweep point with at least `MIN_REQUESTS` usable requests, as its noise."""
+    """Every sweep point with at least `MIN_REQUESTS` usable requests, as its noise.
+
+    Where the sweep read a passage more than once at a point, the noise is the spread
+    about each passage's own mean: timing noise, what two figures of the console's own
+    prompts (the same passages, as `prompt` and `sweep` read them) differ by. Passage
+    mix is not noise between such figures, and counted in it made a 25% step-time
+    regression unreadable (± 40% on a median of ten requests). A sweep of distinct
+    passages only gives the whole spread, passages included."""
     groups: dict[tuple[str, float], list[RequestSample]] = {}
     for s in usable(samples):
         if s.decode_context is not None:
             groups.setdefault((s.text_type, round(s.decode_context)), []).append(s)
     out = []
     for (kind, ctx), group in sorted(groups.items()):
-        rates = [(s.completion_tokens - 1) / (s.decode_time_s or 1.0) for s in group]
-        noise = spread_of(kind, float(ctx), rates, source)
+        noise = _within_passages(kind, float(ctx), group, source) or spread_of(
+            kind, float(ctx), [_rate(s) for s in group], source)  # fmt: skip
         if noise is not None:
             out.append(noise)
     return out

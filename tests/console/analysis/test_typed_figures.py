@@ -9,13 +9,16 @@ figures typed back reproduce a residual of about 0."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
+import statistics
+from dataclasses import replace
 
 from console.analysis.decompose import fit
 from console.analysis.intervals import pool
 from console.analysis.records import RequestSample
-from console.analysis.typed_noise import NoiseProfile, noise_at
+from console.analysis.typed_noise import FigureNoise, NoiseProfile, noise_at
 from console.analysis.verdict import Observed, Sweep, judge, typed_baseline
 
 OUTPUT = 240
@@ -164,6 +167,44 @@ def test_a_calibration_profile_is_preferred_to_the_sweeps_spread() -> None:
     assert wide.band()[1] - wide.band()[0] > narrow.band()[1] - narrow.band()[0]
     empty = noise_at(s.samples, "code", 376, profile=NoiseProfile((), "none"), source="sweep run 7")
     assert empty == wide
+
+
+def two_passage_sweep(seed: int = 3, noise: float = 0.02) -> Sweep:
+    """Every point read as two passages four times each, one of them 1.8x the other's
+    commit (a fast and a slow text of one type), each read with 2% timing noise."""
+    rng = random.Random(seed)
+    samples = []
+    for p in (64, 256, 512, 1024):
+        for k in ("code", "prose"):
+            for passage, scale in (("a", 0.7), ("b", 1.26)):
+                commit = {k: COMMIT[k] * scale}
+                for s in requests(k, p, 4, rng=rng, noise=noise, commit=commit):
+                    samples.append(replace(s, prompt_id=f"{k}-{passage}"))
+    return Sweep(tuple(samples), host="gpu1", context_limit=LIMIT, source="sweep run 8")
+
+
+def test_passage_mix_is_not_noise_between_figures_of_the_same_passages() -> None:
+    s = two_passage_sweep()
+    noise = noise_at(s.samples, "code", 376, source="sweep run 8")
+    assert noise is not None and noise.sigma < 0.05, noise  # timing, not the 1.8x mix
+    assert noise.df == 4 * (8 - 2), noise  # 8 reads less 2 passage means, 4 points
+    a = point_tok_s(s, "code", 256)
+    # Both figures the pooled tok/s of the same 8 reads: a 25% step-time regression
+    # reads as one, and the unchanged engine reads as physics.
+    slow = judge(s, Observed.typed_at(a / 1.25, 256, "code", requests=8),
+                 typed_baseline(s, a, 256, "code", requests=8))  # fmt: skip
+    assert slow.outcome == "not physics", slow.text()
+    same = judge(s, Observed.typed_at(a * 1.02, 256, "code", requests=8),
+                 typed_baseline(s, a, 256, "code", requests=8))  # fmt: skip
+    assert same.outcome == "physics", same.text()
+
+
+def test_a_typed_comparison_carries_the_calibrated_drift_once() -> None:
+    shift_sd = 0.06
+    noise = FigureNoise(1e-6, 1000, "code", 256.0, "calibration of gpu1", 1.96 * shift_sd, 30)
+    rng = random.Random(5)
+    logs = [math.log(noise.draw(rng) / noise.draw(rng)) for _ in range(4000)]
+    assert abs(statistics.pstdev(logs) / shift_sd - 1) < 0.08
 
 
 def test_headline_and_arithmetic_quote_the_one_residual_interval() -> None:
