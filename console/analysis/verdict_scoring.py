@@ -22,7 +22,7 @@ from typing import Any
 from console.analysis.verdict_records import OUTCOMES, Judgement, Outcome
 
 SMALL = 0.15  # a true effect within 15%: "not enough evidence" is not counted wrong
-PATHS = ("typed", "explain", "baseline-ab", "baseline-abab")
+PATHS = ("typed", "explain", "baseline", "baseline-ab", "baseline-abab")  # see verdict_paths
 
 
 def right(truth: Outcome, outcome: str, effect: float | None) -> bool:

@@ -3,7 +3,8 @@
 Thin over `console.experiments.verdict_bench`: scenarios whose true cause is known (the same
 engine twice, context growth, a text change, speculation off, tree budgets, parsers across
 a restart, an injected round delay), each `--runs` times and asked through the operator's
-own paths (typed `diagnose`, `history explain`, `set --baseline` in both orders); prints
+own paths (typed `diagnose`, `history explain`, `set --baseline` with default options,
+`--order A-B` and `--bracket`) after calibrating the host once; prints
 accuracy per scenario and per path, the false-alarm rate with its 95% upper bound and the
 run time, or `--json`. The engine is restarted for the flag scenarios and always ends on
 its original flags.
@@ -48,6 +49,11 @@ def print_bench(result: BenchResult) -> None:
         f"effect = after / before pooled tok/s; 'not enough evidence' counts as right when it "
         f"is within {SMALL:.0%}."
     )
+    cal = p.get("calibration")
+    if cal:
+        print(f"  calibrated first: block-to-block shift sd {cal['shift_sd']:.1%} over "
+              f"{len(cal['shifts'])} restart(s) of {sum(cal['restart_s']):.0f} s; every path "
+              "carries it (typed figures, explain and the A-B orders)")  # fmt: skip
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items())
     print(f"  original flags {state}; took {result.seconds:.0f} s ({parts})")
 
@@ -72,7 +78,7 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
                 target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
                                     max_repeat=args.max_rounds, passages=PASSAGES),
                 seed=args.seed, timeout=args.timeout, tick=tick, paths=args.paths,
-                on_trial=None if args.json else _trial_line,
+                on_trial=None if args.json else _trial_line, calibrate=not args.no_calibrate,
             )  # fmt: skip
         if args.save:  # the table on screen and the JSON kept, from the same run
             with open(args.save, "w") as fh:
@@ -131,6 +137,10 @@ def add_bench_verdict(bench: argparse._SubParsersAction) -> None:
         help=f"comma-separated operator paths, default all: {','.join(PATH_NAMES)}",
     )  # fmt: skip
     p.add_argument("--output", type=int, default=OUTPUT, help=f"output tokens (default {OUTPUT})")
+    p.add_argument(
+        "--no-calibrate", action="store_true",
+        help="skip the host's calibration first (the paths then carry no measured drift)",
+    )  # fmt: skip
     p.add_argument(
         "--target",
         type=float,

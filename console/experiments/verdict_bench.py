@@ -5,9 +5,10 @@ Each scenario (`verdict_scenarios`) measures a "before" and an "after" side wher
 true cause of the change is known by construction, and each of its paths
 (`verdict_paths`) asks what an operator would ask: `typed` (the figures typed into
 `diagnose`), `explain` (`history explain A B` on the stored sides), and, for the flag
-scenarios, `set --baseline` in both orders (A-B, and A-B-A-B with `--bracket`), which
+scenarios, `set --baseline` with default options, `--order A-B` and `--bracket`, which
 measure their own sides the way that command does. Nothing is judged by a protocol of
-the benchmark's own.
+the benchmark's own. The host is calibrated once, first, as `specconsole calibrate`
+would: every path then carries its measured noise and drift.
 
 A run is: a context sweep on the engine's own flags covering every context and text type
 the scenarios use (the model is refitted from it in every run, never reused), each
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from console.analysis.intervals import pool, usable
+from console.analysis.noise_profile import NoiseProfile as Calibration
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import TARGET_REL, SampleTarget, narrow_enough
 from console.analysis.verdict import Sweep
@@ -56,15 +58,16 @@ from console.experiments.breakeven import (
     _restore,
     restore_changes,
 )
+from console.experiments.typed_noise_source import from_calibration
 from console.experiments.verdict_paths import (
     baseline_trial,
+    bench_calibration,
     explain_trial,
     store_run,
     typed_trial,
 )
 from console.experiments.verdict_scenarios import (  # noqa: F401
-    AB,
-    ABAB,
+    BASELINE_PATHS,
     EXPLAIN,
     LONG,
     PATH_NAMES,
@@ -207,6 +210,7 @@ class _Bench:
     paths: tuple[str, ...]
     on_trial: Callable[[Trial], None] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    calibration: Calibration | None = None  # the host's, measured first
 
     def took(self, part: str, since: float) -> None:
         self.timings[part] = self.timings.get(part, 0.0) + time.monotonic() - since
@@ -251,9 +255,10 @@ async def run_bench(
     tick: Tick | None = None,
     on_trial: Callable[[Trial], None] | None = None,
     paths: Sequence[str] = PATH_NAMES,
+    calibrate: bool = True,
 ) -> BenchResult:
-    """Every scenario `runs` times on each of its `paths`; the engine ends on its
-    original flags, always."""
+    """Every scenario `runs` times on each of its `paths`, after calibrating the host
+    (unless not `calibrate`); the engine ends on its original flags, always."""
     _validate(scenarios, runs, target, paths)
     chosen = [SCENARIOS[n] for n in dict.fromkeys(scenarios)]
     service = session.service
@@ -286,6 +291,13 @@ async def run_bench(
             ticker, last_good_before, store, tuple(paths), on_trial,
         )  # fmt: skip
         try:
+            if calibrate:
+                t0 = time.monotonic()
+                bench.calibration = await bench_calibration(
+                    session, store, contexts=contexts, output=output_tokens, kinds=kinds,
+                    timeout=timeout)  # fmt: skip
+                result.params["calibration"] = bench.calibration.as_dict()
+                bench.took("calibration (restarts included)", t0)
             for run in range(runs):
                 session.note(f"run {run + 1} of {runs}")
                 result.trials.extend(await _one_run(bench, run))
@@ -313,8 +325,9 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     bench.took("sweep and unchanged sides", t0)
     facts = await session.facts(refresh=True)
     host = session.service.profile.name
+    noise = from_calibration(bench.calibration) if bench.calibration else None
     sweep = Sweep(tuple(sweep_samples), host, facts.context_limit,
-                  source=f"the benchmark's sweep, run {run + 1}")  # fmt: skip
+                  source=f"the benchmark's sweep, run {run + 1}", noise_profile=noise)  # fmt: skip
     step = _step_at(sweep_samples, Point("code", SHORT))
     flagged = [s for s in bench.chosen if s.changes is not None]
     changed = {s.name: s.changes(session.engine, bench.original, step) for s in flagged}
@@ -332,7 +345,7 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     bench.took("changed sides (restarts included)", t0)
     trials = await _asked(bench, run, sweep, sides, changed, step)
     for s in flagged:
-        for order in (AB, ABAB):
+        for order in BASELINE_PATHS:
             if order in s.paths and order in bench.paths:
                 trials.append(bench.emit(await _baseline(bench, s, run, changed[s.name], order)))
     return trials
@@ -343,8 +356,8 @@ async def _baseline(
 ) -> Trial:
     t0 = time.monotonic()
     try:
-        return await baseline_trial(bench.session, s, run, changes, bracket=order == ABAB,
-                                    timeout=bench.timeout)  # fmt: skip
+        return await baseline_trial(bench.session, s, run, changes, path=order,
+                                    timeout=bench.timeout, noise=bench.calibration)  # fmt: skip
     finally:
         await bench.restore()
         bench.took(f"path {order} (restarts included)", t0)

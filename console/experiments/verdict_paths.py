@@ -6,10 +6,16 @@
 - `explain`: the sweep and both sides stored as runs in a history store of the bench's
   own (a temporary SQLite file, so the operator's history is untouched), then
   `history explain A B`'s own function (`explain.explain_runs`).
-- `baseline A-B` / `baseline A-B-A-B`: the flag change through `set --baseline`'s own
-  function (`baseline.apply_with_baseline`, default options, `bracket` for the second),
-  scored the way an operator reads its table: a row whose tok/s, commit or step time
-  change is a finding is "not physics", every row within noise is "physics".
+- `baseline`, `baseline A-B`, `baseline A-B-A-B`: the flag change through `set
+  --baseline`'s own function (`baseline.apply_with_baseline`): default options (side by
+  side where the host holds both engines), `--order A-B`, and `--bracket`, with the
+  host's calibration as its drift term (what a calibrated host's history holds), scored
+  the way an operator reads its table: a row whose tok/s, commit or step time change is
+  a finding is "not physics", every row within noise is "physics".
+
+The benchmark calibrates the host once, first (`bench_calibration`), into its own store,
+as `specconsole calibrate` would: typed figures then carry its noise and drift, as
+`diagnose` gives them on a calibrated host, and `history explain` its drift.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from console.analysis.intervals import pool, usable
+from console.analysis.noise_profile import NoiseProfile as Calibration
 from console.analysis.records import RequestSample, RunInfo
 from console.analysis.verdict import Sweep, typed_verdict
 from console.analysis.verdict_scoring import Trial
 from console.config import FlagValue
-from console.experiments.baseline import apply_with_baseline
+from console.experiments.baseline import BaselinePlan, apply_with_baseline
+from console.experiments.calibrate import ROUNDS, calibrate
 from console.experiments.explain import explain_runs
 from console.measure.session import MeasureSession
 from console.store import RunStore
@@ -134,23 +142,45 @@ def baseline_outcome(rows: Sequence[Any]) -> tuple[str, str]:
     return "physics", f"Physics: within noise on every row ({len(rows)} rows)."
 
 
+ORDER_OF_PATH = {"baseline": None, "baseline-ab": "A-B", "baseline-abab": "A-B-A-B"}
+
+
+async def bench_calibration(
+    session: MeasureSession,
+    store: RunStore,
+    *,
+    contexts: Sequence[int],
+    output: int,
+    kinds: Sequence[str],
+    timeout: float,
+) -> Calibration:
+    """The host's noise profile at the benchmark's points, measured once into the
+    benchmark's own store (`specconsole calibrate`'s own function)."""
+    plan = BaselinePlan(tuple(contexts), output, tuple(kinds), repeat=ROUNDS)
+    session.note("calibrating the host first (its noise and its drift across a restart)")
+    return await calibrate(session.service, store, plan=plan, timeout=timeout,
+                           on_note=session.note)  # fmt: skip
+
+
 async def baseline_trial(
     session: MeasureSession,
     scenario: Any,
     run: int,
     changes: dict[str, str | None],
     *,
-    bracket: bool,
+    path: str,
     timeout: float,
+    noise: Calibration | None = None,
 ) -> Trial:
-    """The change through `set --baseline` (with `--bracket` for A-B-A-B), default
-    options; the caller puts the original flags back."""
+    """The change through `set --baseline` as `path` asks it (default options, `--order
+    A-B` or `--bracket`), with `noise` as the host's calibration; the caller puts the
+    original flags back."""
     started = time.monotonic()
     service = session.service
     plan = await service.plan(changes)
     done = await apply_with_baseline(service, plan, timeout=timeout, store=None,
-                                     on_note=session.note, bracket=bracket)  # fmt: skip
-    path = "baseline-abab" if bracket else "baseline-ab"
+                                     on_note=session.note, order=ORDER_OF_PATH[path],
+                                     noise=noise, calibrate=False)  # fmt: skip
     before = list(done.before.samples) + list(
         done.before_again.samples if done.before_again else ())  # fmt: skip
     after = list(done.after.samples) if done.after else []

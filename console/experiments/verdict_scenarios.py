@@ -4,6 +4,8 @@ and the operator paths each one is asked through.
   null          the same engine, context and text twice            -> physics
   context       the same text, context 256 -> 1800                 -> physics
   text          code -> prose at the same context                  -> physics
+  field-report  code at a short context -> prose at a long one      -> physics (both
+                ("it was 138, now it is 32")                          factors at once)
   spec-off      speculation switched off (a flag)                  -> not physics
   tree-budget   a DDTree budget of 3 instead of the drafter's 15   -> not physics
   parsers       tool-call and reasoning parsers on, across a       -> physics (they act on
@@ -14,8 +16,9 @@ and the operator paths each one is asked through.
   tree-moderate a DDTree budget of 8: a moderate acceptance change -> not physics
 
 Paths: `typed` (the figures typed into `diagnose`), `explain` (`history explain A B` on
-the stored runs), `baseline A-B` and `baseline A-B-A-B` (`set --baseline`, and with
-`--bracket`), for the scenarios that change a flag.
+the stored runs), and for the scenarios that change a flag `set --baseline` three ways:
+`baseline` (default options: side by side where the host holds both engines),
+`baseline-ab` (`--order A-B`) and `baseline-abab` (`--bracket`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from console.analysis.verdict_records import Outcome
+from console.analysis.verdict_scoring import PATHS
 from console.backends import get_adapter
 from console.config import FlagValue
 from console.experiments.breakeven import speculation_off
@@ -35,7 +39,10 @@ SLOWER = 0.25  # the round delay, as a share of the measured step: tok/s x 1/1.2
 DEFAULT_DELAY_MS = 0.9  # before a step is measured (~3.5 ms rounds on the bundled pair)
 SHORT, LONG = 256, 1800
 
-TYPED, EXPLAIN, AB, ABAB = "typed", "explain", "baseline-ab", "baseline-abab"
+TYPED, EXPLAIN, DEFAULT, AB, ABAB = PATHS
+BASELINE_PATHS = (DEFAULT, AB, ABAB)
+FLAGGED = (TYPED, EXPLAIN, DEFAULT, AB)  # a flag change: the typed, stored and apply paths
+BRACKETED = (*FLAGGED, ABAB)
 Changes = Callable[[str, dict[str, FlagValue], float | None], dict[str, str | None]]
 
 
@@ -108,19 +115,22 @@ _ALL = (
              Point("code", SHORT), Point("code", LONG)),
     Scenario("text", "physics", f"code -> prose at context {SHORT}",
              Point("code", SHORT), Point("prose", SHORT)),
+    Scenario("field-report", "physics",
+             f"code at context {SHORT} -> prose at {LONG} (the field reports' question)",
+             Point("code", SHORT), Point("prose", LONG)),
     Scenario("spec-off", "not physics", "speculation switched off by a flag",
-             Point("code", SHORT), Point("code", SHORT), _off, (TYPED, EXPLAIN, AB)),
+             Point("code", SHORT), Point("code", SHORT), _off, FLAGGED),
     Scenario("tree-budget", "not physics",
              f"a DDTree budget of {TREE_BUDGET} (a regression at the same text and context)",
-             Point("code", SHORT), Point("code", SHORT), _smaller_tree, (TYPED, EXPLAIN, AB)),
+             Point("code", SHORT), Point("code", SHORT), _smaller_tree, FLAGGED),
     Scenario("parsers", "physics", "tool-call and reasoning parsers on, across a restart",
-             Point("code", SHORT), Point("code", SHORT), _parsers, (TYPED, EXPLAIN, AB, ABAB)),
+             Point("code", SHORT), Point("code", SHORT), _parsers, BRACKETED),
     Scenario("round-delay", "not physics",
              f"every verify round {SLOWER:.0%} of a step longer (--debug-round-delay-ms)",
              Point("code", SHORT), Point("code", SHORT), _round_delay,
-             (TYPED, EXPLAIN, AB, ABAB)),
+             BRACKETED),
     Scenario("tree-moderate", "not physics", f"a DDTree budget of {TREE_MODERATE}",
-             Point("code", SHORT), Point("code", SHORT), _moderate_tree, (TYPED, EXPLAIN, AB)),
+             Point("code", SHORT), Point("code", SHORT), _moderate_tree, FLAGGED),
 )  # fmt: skip
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _ALL}
-PATH_NAMES = (TYPED, EXPLAIN, AB, ABAB)
+PATH_NAMES = BRACKETED

@@ -23,7 +23,7 @@ def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
     assert (args.host, args.runs, args.scenarios, args.output) == (
         "local", 5, list(SCENARIOS), OUTPUT,
     )  # fmt: skip
-    assert args.paths == ["typed", "explain", "baseline-ab", "baseline-abab"]
+    assert args.paths == ["typed", "explain", "baseline", "baseline-ab", "baseline-abab"]
     assert build_parser().parse_args(["bench", "verdict", "--paths", "typed"]).paths == ["typed"]
     args = build_parser().parse_args(["bench", "verdict", "gpu1", "--scenarios", "null,text"])
     assert (args.host, args.scenarios) == ("gpu1", ["null", "text"])
@@ -43,14 +43,14 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
         result = await run_bench(
             MeasureSession(service), scenarios=["null", "tree-budget"], runs=1,
             output_tokens=32, target=SampleTarget(0.05, max_repeat=2, min_repeat=2, passages=2),
-            paths=["typed", "explain", "baseline-ab"],
+            paths=["typed", "explain", "baseline"],
         )  # fmt: skip
         assert dict((await service.current_config()).flags) == original
     assert result.restored and result.flags_after == original
     assert [(t.scenario, t.path, t.truth) for t in result.trials] == [
         ("null", "typed", "physics"), ("null", "explain", "physics"),
         ("tree-budget", "typed", "not physics"), ("tree-budget", "explain", "not physics"),
-        ("tree-budget", "baseline-ab", "not physics"),
+        ("tree-budget", "baseline", "not physics"),
     ]  # fmt: skip
     for t in result.trials:
         assert t.outcome in ("physics", "not physics", "not enough evidence")
@@ -58,14 +58,21 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     explained = [t for t in result.trials if t.path == "explain"]
     assert all(t.judgement["paired"] for t in explained)  # history explain pairs by passage
     typed = [t for t in result.trials if t.path == "typed"]
-    assert all(t.judgement["observed"]["noise"] for t in typed)  # typed figures carry noise
+    # typed figures carry the calibration the bench measured first, with its drift
+    calibration = result.params["calibration"]
+    assert len(calibration["shifts"]) == 2 and calibration["points"]
+    for t in typed:
+        noise = t.judgement["observed"]["noise"]
+        assert noise["source"] == "calibration of bench-local" and noise["drift"] > 0
+    baseline = result.trials[-1].judgement
+    assert baseline["order"] == "side-by-side"  # the default where the host holds both
     assert result.trials[-1].judgement["rows"]  # set --baseline's own comparison rows
     data = json.loads(json.dumps(result.as_dict(), default=str))
     assert [s["scenario"] for s in data["scenarios"]] == ["null", "tree-budget"]
     assert set(data["scenarios"][0]) >= {"truth", "outcomes", "right", "accuracy", "true_effect"}
     assert data["false_alarms"]["of"] == 2 and data["restored"] is True
     assert data["false_alarms"]["upper_95"] is not None
-    assert set(data["paths"]) == {"typed", "explain", "baseline-ab"}
+    assert set(data["paths"]) == {"typed", "explain", "baseline"}
     assert data["params"]["changes"] == {"tree-budget": {"speculative-ddtree-budget": "3"}}
     table = result.table()
     assert table[0].split()[:2] == ["scenario", "truth"]
