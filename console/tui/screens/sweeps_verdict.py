@@ -18,6 +18,7 @@ from console.analysis import format as fmt
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.live_window import LiveWindow, explain_live, live_window
 from console.analysis.records import RequestSample, flags_hash
+from console.analysis.typed_noise import NoiseProfile
 from console.analysis.verdict import (
     Judgement,
     Observed,
@@ -27,6 +28,7 @@ from console.analysis.verdict import (
     typed_verdict,
 )
 from console.errors import ConsoleError
+from console.experiments.typed_noise_source import calibration_profile
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
@@ -55,6 +57,7 @@ class VerdictPanel:
     model_source: str
     sweep: Sweep | None
     _live: LiveWindow | None
+    _noise: NoiseProfile | None = None  # the host's calibration, as typed noise
 
     # -- the stored model -------------------------------------------------------------
 
@@ -68,9 +71,12 @@ class VerdictPanel:
         config = session.status.config if session.status is not None else None
         flags = flags_hash(dict(config.flags)) if config is not None else None
         try:
-            run = await session.run_store().latest_sweep(
-                session.service.profile.name, flags_hash=flags
-            )
+            store = session.run_store()
+            host = session.service.profile.name
+            # Typed figures carry the host's calibrated noise where `calibrate` stored
+            # one for these flags, as `specconsole diagnose` gives them.
+            self._noise = await calibration_profile(store, host, flags or "")
+            run = await store.latest_sweep(host, flags_hash=flags)
         except Exception:
             return  # no history yet: the verdict waits for a sweep
         if run is None or self.model is not None:
@@ -91,7 +97,8 @@ class VerdictPanel:
     ) -> None:
         self.model, self.model_source = model, source
         host = self.session.service.profile.name if self.session.service else "HOST"
-        self.sweep = Sweep(tuple(samples), host, self._context_limit())
+        self.sweep = Sweep(tuple(samples), host, self._context_limit(),
+                           noise_profile=self._noise)  # fmt: skip
         self.query_one("#verdict", Static).update(model_text(model, source))
 
     def _context_limit(self) -> int | None:

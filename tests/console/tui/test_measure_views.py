@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from console.analysis.noise_profile import NoiseProfile, PointNoise
+from console.analysis.records import flags_hash
 from console.config import HostProfile, LaunchProfile, load_profile, save_profile
 from console.service import EngineService
 from console.transport import open_transport
@@ -34,7 +36,8 @@ async def _until(pilot, what: str, check, timeout: float = 120) -> None:
     deadline = loop.time() + timeout
     while not check():
         if loop.time() > deadline:
-            raise AssertionError(f"{what}: {[n.message for n in pilot.app._notifications]}")
+            raise AssertionError(f"{what}: {[n.message for n in pilot.app._notifications]} "
+                                 f"{pilot.app.status} {pilot.app.running}")  # fmt: skip
         await pilot.pause(0.1)
 
 
@@ -101,6 +104,13 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             # Sweep: contexts 32,512,1024 x code, 16 tokens out; charts, points, model. The
             # contexts lie far apart: on a loaded host, three close ones can give a step line
             # that falls with context, which the verdict rightly calls a measurement problem.
+            # A calibration stored for these flags (as `specconsole calibrate` leaves one):
+            # the typed verdict below carries its noise and drift, as `diagnose` does.
+            flags = flags_hash(dict(app.status.config.flags))
+            await app.run_store().add_noise_profile(NoiseProfile(
+                host="local", engine="builtin", flags_hash=flags,
+                points=(PointNoise("code", 512, 0.06, 12),), shifts=(0.03, -0.02),
+                restart_s=(4.0, 4.0)))  # fmt: skip
             await pilot.press("w")
             await _until(pilot, "sweeps", lambda: isinstance(app.screen, SweepsScreen))
             sweeps = app.screen
@@ -130,6 +140,7 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             assert verdict.startswith(("Not physics", "Not enough evidence")), verdict
             assert "prompt 512 + 16 out (mid-decode context 520)" in verdict
             assert "the median of 3 requests" in verdict and "carries this host's noise" in verdict
+            assert "calibration of local" in verdict and "drift" in verdict, verdict
 
             # History: both kinds of run, two compared, exported.
             await pilot.press("h")
