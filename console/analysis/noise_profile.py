@@ -33,8 +33,10 @@ CHEAP_RESTART_S = 60.0
 # 2 s^2 = shift_sd^2): A-B leaves s^2 (1 + 1) = shift_sd^2; A-B-A (the before side pooled
 # from two blocks around the after one) leaves s^2 (1/2 + 1) = 0.75 shift_sd^2, and a drift
 # linear in time cancels outright; side by side (interleaved request by request) leaves
-# none of the time drift.
-ORDER_SHARE = {"A-B": 1.0, "A-B-A-B": 0.75, "side-by-side": 0.0}
+# none of the time drift, but two processes may still differ (their memory layout, where
+# their threads land): that offset is measured apart (`process_sd`, two engines with the
+# same flags side by side) and is the whole of a side-by-side drift term.
+ORDER_SHARE = {"A-B": 1.0, "A-B-A-B": 0.75, "side-by-side": 1.0}
 ORDER_TEXT = {
     "A-B": "A-B: the before block, the restart, the after block",
     "A-B-A-B": "A-B-A-B: half the before requests on each side of the after ones",
@@ -65,7 +67,12 @@ class Drift:
         """One line for the output: which order, and the drift term in the intervals."""
         order = ORDER_TEXT.get(self.order, self.order)
         if self.order == "side-by-side":
-            return f"measured {order}: drift cancels; intervals hold timing noise"
+            if not self.measured:
+                return (f"measured {order}: drift cancels; intervals hold timing noise "
+                        "(no offset between two processes measured: `specconsole "
+                        "calibrate`)")  # fmt: skip
+            return (f"measured {order}: drift cancels; change intervals include the two "
+                    f"processes' offset ± {self.term(Z99):.1%} ({self.source})")  # fmt: skip
         if not self.measured:
             return (f"measured {order}; no drift measured for this host: the intervals hold "
                     "timing noise only (`specconsole calibrate HOST` measures it)")  # fmt: skip
@@ -106,6 +113,10 @@ class NoiseProfile:
     # the part of each shift's square that the blocks' own request noise explains (its
     # squared standard error): a comparison's paired interval already holds that part
     shift_var_noise: tuple[float, ...] = ()
+    # log(B / A) of step time between two engine processes with the same flags measured
+    # side by side, and the part of each square their timing noise explains
+    process_offsets: tuple[float, ...] = ()
+    process_var_noise: tuple[float, ...] = ()
 
     @property
     def shift_sd(self) -> float:
@@ -115,6 +126,15 @@ class NoiseProfile:
             return 0.0
         noise = statistics.fmean(self.shift_var_noise) if self.shift_var_noise else 0.0
         return math.sqrt(max(0.0, statistics.fmean(d * d for d in self.shifts) - noise))
+
+    @property
+    def process_sd(self) -> float:
+        """The offset between two processes' step time beyond their timing noise (as
+        `shift_sd`, from the side-by-side blocks); 0 when none was measured."""
+        if not self.process_offsets:
+            return 0.0
+        noise = statistics.fmean(self.process_var_noise) if self.process_var_noise else 0.0
+        return math.sqrt(max(0.0, statistics.fmean(d * d for d in self.process_offsets) - noise))
 
     @property
     def restart_time(self) -> float | None:
@@ -127,9 +147,14 @@ class NoiseProfile:
 
     def drift(self, order: str | None = None) -> Drift:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.measured_at))
+        order = order or self.order()
+        if order == "side-by-side":
+            source = (f"calibrated on {self.host} {when} UTC, "
+                      f"{len(self.process_offsets)} pair(s) of processes")  # fmt: skip
+            return Drift(self.process_sd, order, source, measured=bool(self.process_offsets))
         source = (f"calibrated on {self.host} {when} UTC, flags {self.flags_hash}, "
                   f"{len(self.shifts)} restart(s)")  # fmt: skip
-        return Drift(self.shift_sd, order or self.order(), source, measured=True)
+        return Drift(self.shift_sd, order, source, measured=True)
 
     def spread_at(self, text_type: str, context: float) -> PointNoise | None:
         """The measured point nearest `context` for this text type (else any type)."""
@@ -147,6 +172,10 @@ class NoiseProfile:
             f"request noise a drift of {self.shift_sd:.1%} (1 SD; drift term "
             f"± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
         )
+        if self.process_offsets:
+            offsets = ", ".join(f"{math.expm1(d):+.1%}" for d in self.process_offsets)
+            out.append(f"  two processes with the same flags, side by side: {offsets}; an "
+                       f"offset of {self.process_sd:.1%} beyond their noise (1 SD)")  # fmt: skip
         restart = self.restart_time
         if restart is not None:
             out.append(
@@ -162,6 +191,8 @@ class NoiseProfile:
             "restart_s": list(self.restart_s), "measured_at": self.measured_at,
             "notes": list(self.notes), "shift_sd": self.shift_sd, "order": self.order(),
             "shift_var_noise": list(self.shift_var_noise),
+            "process_offsets": list(self.process_offsets), "process_sd": self.process_sd,
+            "process_var_noise": list(self.process_var_noise),
         }  # fmt: skip
 
     @classmethod
@@ -175,6 +206,8 @@ class NoiseProfile:
             measured_at=float(data.get("measured_at", 0.0)),
             notes=tuple(data.get("notes", ())),
             shift_var_noise=tuple(float(v) for v in data.get("shift_var_noise", ())),
+            process_offsets=tuple(float(v) for v in data.get("process_offsets", ())),
+            process_var_noise=tuple(float(v) for v in data.get("process_var_noise", ())),
         )  # fmt: skip
 
 

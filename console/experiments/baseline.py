@@ -309,7 +309,7 @@ async def apply_with_baseline(
     drift = noise.drift(chosen) if noise is not None else Drift.none(chosen)
     if chosen == "side-by-side":
         done = await _side_by_side(session, service, plan, points, timeout=timeout,
-                                   target=target, store=store)  # fmt: skip
+                                   target=target, store=store, drift=drift)  # fmt: skip
     elif chosen == "A-B-A-B":
         done = await _bracketed(session, service, plan, points, timeout=timeout, target=target,
                                 drift=drift)  # fmt: skip
@@ -331,7 +331,10 @@ async def _side_by_side(
     timeout: float,
     target: SampleTarget,
     store: RunStore | None,
+    drift: Drift,
 ) -> BaselineApply:
+    """B as a second process, interleaved with A; the drift term is the two processes'
+    calibrated offset (time drift cancels in each pair)."""
     if not can_run_side_by_side(service):
         raise MeasureError("Side by side needs the bundled engine on this machine; use "
                            "--order A-B or A-B-A-B.")  # fmt: skip
@@ -339,7 +342,6 @@ async def _side_by_side(
         service, plan, points, timeout=timeout, target=target, store=store,
         on_note=session.note,
     )  # fmt: skip
-    drift = Drift.none("side-by-side")
     rows = baseline_comparison(before, after, drift=drift) if after is not None else []
     return BaselineApply(result, before, after, rows, order="side-by-side",
                          notes=_noise_notes(before=before, after=after))  # fmt: skip

@@ -6,7 +6,10 @@ request-to-request spread of step time within a block, per restart the shift of 
 whole block's step time (paired by passage, `pairing.paired_figures`), and how long each
 restart took to ready. The profile goes into the history (`RunStore.add_noise_profile`),
 where every later comparison on the host finds its drift term, and its restart time
-picks the default order (bracketing when a restart is under a minute).
+picks the default order (bracketing when a restart is under a minute). Where the host
+holds two engines at once (side by side, the default order there), two second processes
+with the same flags are each interleaved with the service: how far two processes of one
+configuration differ is the drift term a side-by-side comparison carries.
 
 `noise_for` is what `apply_with_baseline` calls: the stored profile for the host and
 flags, or, when there is none, a calibration run first (said in the output).
@@ -26,6 +29,7 @@ from console.analysis.noise_profile import NoiseProfile, point_spreads
 from console.analysis.pairing import PairedChange, paired_figures
 from console.analysis.records import RequestSample, flags_hash
 from console.analysis.sample_size import SampleTarget
+from console.experiments.side_by_side import beside, can_run_side_by_side
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
 
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 BLOCKS = 3  # two restarts: one shift says little, three blocks keep calibration short
 ROUNDS = 3  # whole rounds of every passage per point and block
 PASSAGES = 2
+PROCESS_PAIRS = 2  # second processes beside the service: two offsets give a spread
 
 
 def _point_key(s: RequestSample) -> tuple[str, int]:
@@ -69,8 +74,11 @@ def profile_from_blocks(
     blocks: Sequence[Sequence[RequestSample]],
     restart_s: Sequence[float],
     notes: Sequence[str] = (),
+    *,
+    offsets: Sequence[tuple[float, float]] = (),
 ) -> NoiseProfile:
-    """The noise profile of measured blocks (pure: the arithmetic of `calibrate`)."""
+    """The noise profile of measured blocks (pure: the arithmetic of `calibrate`), with
+    the side-by-side offsets (log shift, its noise variance) where measured."""
     tagged = [dataclasses.replace(s, prompt_id=f"{i}:{s.prompt_id}")
               for i, block in enumerate(blocks) for s in block]  # fmt: skip
     shifts = [d for d in (block_shift(a, b) for a, b in itertools.pairwise(blocks)) if d]
@@ -78,6 +86,8 @@ def profile_from_blocks(
         host=host, engine=engine, flags_hash=flags, points=point_spreads(tagged),
         shifts=tuple(d for d, _ in shifts), shift_var_noise=tuple(v for _, v in shifts),
         restart_s=tuple(restart_s), notes=tuple(notes),
+        process_offsets=tuple(d for d, _ in offsets),
+        process_var_noise=tuple(v for _, v in offsets),
     )  # fmt: skip
 
 
@@ -117,14 +127,42 @@ async def calibrate(
                 text_types=list(points.text_types), target=target,
             )  # fmt: skip
         measured.append(result.samples)
+    offsets = await _process_offsets(service, session, points, rounds, timeout)
     facts = await session.facts(refresh=True)
     profile = profile_from_blocks(
         service.profile.name, service.profile.engine, facts.flags_hash or flags_hash({}),
-        measured, restarts,
+        measured, restarts, offsets=offsets,
     )  # fmt: skip
     if store is not None:
         await store.add_noise_profile(profile)
     return profile
+
+
+async def _process_offsets(
+    service: EngineService,
+    session: MeasureSession,
+    points: BaselinePlan,
+    rounds: int,
+    timeout: float | None,
+) -> list[tuple[float, float]]:
+    """Where the host holds two engines at once (the default order is then side by
+    side): `PROCESS_PAIRS` second processes with the same flags, each interleaved with
+    the service; per pair the shift of step time between the two (`block_shift`)."""
+    if not can_run_side_by_side(service):
+        return []
+    flags = dict((await service.current_config()).flags)
+    target = SampleTarget(target_rel=0.0, min_repeat=rounds * PASSAGES,
+                          max_repeat=rounds * PASSAGES, passages=PASSAGES)  # fmt: skip
+    out = []
+    for i in range(PROCESS_PAIRS):
+        session.note(f"calibration: two processes with the same flags, side by side "
+                     f"({i + 1} of {PROCESS_PAIRS}) ...")  # fmt: skip
+        a, b = await beside(service, flags, points, timeout=timeout or 600.0, target=target,
+                            on_note=session.note)  # fmt: skip
+        shift = block_shift(a.samples, b.samples)
+        if shift is not None:
+            out.append(shift)
+    return out
 
 
 async def noise_for(

@@ -127,14 +127,35 @@ async def side_by_side(
     """A (the running service) against B (a second process with the new flags),
     interleaved; then B stopped and the change applied to A. Returns (A's block, B's
     block or None when B did not start, the apply result)."""
+    sa = MeasureSession(service, store=store, on_note=on_note)
+    before, after = await beside(service, dict(plan.new.flags), points, timeout=timeout,
+                                 target=target, store=store, on_note=on_note)  # fmt: skip
+    sa.note("applying the change to the service (one restart) ...")
+    result = await service.apply(plan, timeout=timeout)
+    return before, after, result
+
+
+async def beside(
+    service: EngineService,
+    flags: dict[str, Any],
+    points: BaselinePlan,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    store: RunStore | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> tuple[MethodResult, MethodResult]:
+    """A (the running service) and B (a second process with `flags`) interleaved, then B
+    stopped; the service is left as it was. With A's own flags, this measures how far
+    two processes of one configuration differ (`calibrate`)."""
     from console.service import EngineService as Service
 
     if not can_run_side_by_side(service):
         raise MeasureError("Side by side needs the bundled engine on this machine.")
     sa = MeasureSession(service, store=store, on_note=on_note)
     with tempfile.TemporaryDirectory(prefix="specconsole-side-b-") as state:
-        profile_b = second_profile(service, dict(plan.new.flags), state)
-        sa.note(f"side by side: starting B with the new flags on port {profile_b.port} ...")
+        profile_b = second_profile(service, flags, state)
+        sa.note(f"side by side: starting B on port {profile_b.port} ...")
         async with Service.open(profile_b) as other:
             try:
                 event = await other.start(wait=True, timeout=timeout)
@@ -142,10 +163,7 @@ async def side_by_side(
                     raise MeasureError(f"B did not start ({event.describe()}); nothing changed.")
                 sb = MeasureSession(other, store=store, on_note=on_note)
                 sa.note("side by side: A and B interleaved request by request ...")
-                before, after = await _interleaved(sa, sb, points, target)
+                return await _interleaved(sa, sb, points, target)
             finally:
                 with contextlib.suppress(Exception):
                     await other.stop(timeout=10)
-    sa.note("applying the change to the service (one restart) ...")
-    result = await service.apply(plan, timeout=timeout)
-    return before, after, result

@@ -75,7 +75,9 @@ def test_a_drift_between_blocks_is_inside_the_interval_once_measured() -> None:
     # bracketing leaves less of the drift: three quarters of its variance
     bracket = dataclasses.replace(drift, order="A-B-A-B")
     assert bracket.term() == pytest.approx(drift.term() * math.sqrt(0.75))
-    assert dataclasses.replace(drift, order="side-by-side").term() == 0.0
+    # side by side, time drift cancels: what is left is the two processes' offset, which
+    # a calibration measures apart (`process_sd`); its whole variance is the term
+    assert dataclasses.replace(drift, order="side-by-side").term() == pytest.approx(drift.term())
 
 
 def test_a_figure_on_too_few_rounds_says_so_instead_of_a_narrow_interval() -> None:

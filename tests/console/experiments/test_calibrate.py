@@ -41,6 +41,30 @@ def test_a_profile_measures_each_restarts_shift_and_the_spread() -> None:
     assert "+5.0%" in lines and "the default order is A-B-A-B" in lines
 
 
+def test_two_processes_side_by_side_give_the_side_by_side_drift_term() -> None:
+    blocks = _blocks()
+    # the second process of one pair ran 4% slower than the service, the other 1% faster
+    a, b = requests({"easy": 2, "hard": 2}, noise=0.0, seed=5), requests(
+        {"easy": 2, "hard": 2}, noise=0.0, slower=1.04, seed=6)  # fmt: skip
+    c = requests({"easy": 2, "hard": 2}, noise=0.0, slower=0.99, seed=7)
+    offsets = [block_shift(a, b), block_shift(a, c)]
+    profile = profile_from_blocks("local", "builtin", "abc", blocks, [12.0, 14.0],
+                                  offsets=[o for o in offsets if o])  # fmt: skip
+    assert profile.process_offsets == pytest.approx((math.log(1.04), math.log(0.99)))
+    rms = math.sqrt((math.log(1.04) ** 2 + math.log(0.99) ** 2) / 2)
+    side = profile.drift("side-by-side")
+    assert side.measured and side.shift_sd == pytest.approx(rms)
+    assert side.term(2.576) == pytest.approx(2.576 * rms)
+    assert "offset ± " in side.text() and "2 pair(s) of processes" in side.text()
+    again = NoiseProfile.from_dict(profile.as_dict())  # kept in history as JSON
+    assert again.process_sd == pytest.approx(profile.process_sd)
+    assert "two processes with the same flags" in "\n".join(profile.lines())
+    # a profile without the pairs (a host that cannot hold two engines) says so
+    bare = profile_from_blocks("local", "builtin", "abc", blocks, [12.0, 14.0])
+    assert not bare.drift("side-by-side").measured
+    assert "no offset between two processes" in bare.drift("side-by-side").text()
+
+
 def test_noisy_requests_show_their_spread() -> None:
     blocks = [requests({"easy": 4, "hard": 4}, noise=0.05, seed=s, t0=50.0 * s) for s in (1, 2)]
     profile = profile_from_blocks("local", "builtin", "abc", blocks, [600.0])
