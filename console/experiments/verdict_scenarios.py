@@ -41,7 +41,8 @@ SHORT, LONG = 256, 1800
 
 TYPED, EXPLAIN, DEFAULT, AB, ABAB = PATHS
 BASELINE_PATHS = (DEFAULT, AB, ABAB)
-FLAGGED = (TYPED, EXPLAIN, DEFAULT, AB)  # a flag change: the typed, stored and apply paths
+GROSS = (TYPED, EXPLAIN, DEFAULT)  # a large flag effect: the typed, stored and default paths
+FLAGGED = (*GROSS, AB)  # the subtler ones across a restart too
 BRACKETED = (*FLAGGED, ABAB)
 Changes = Callable[[str, dict[str, FlagValue], float | None], dict[str, str | None]]
 
@@ -119,10 +120,10 @@ _ALL = (
              f"code at context {SHORT} -> prose at {LONG} (the field reports' question)",
              Point("code", SHORT), Point("prose", LONG)),
     Scenario("spec-off", "not physics", "speculation switched off by a flag",
-             Point("code", SHORT), Point("code", SHORT), _off, FLAGGED),
+             Point("code", SHORT), Point("code", SHORT), _off, GROSS),
     Scenario("tree-budget", "not physics",
              f"a DDTree budget of {TREE_BUDGET} (a regression at the same text and context)",
-             Point("code", SHORT), Point("code", SHORT), _smaller_tree, FLAGGED),
+             Point("code", SHORT), Point("code", SHORT), _smaller_tree, GROSS),
     Scenario("parsers", "physics", "tool-call and reasoning parsers on, across a restart",
              Point("code", SHORT), Point("code", SHORT), _parsers, BRACKETED),
     Scenario("round-delay", "not physics",
