@@ -51,7 +51,6 @@ from console.analysis.verdict_scoring import (  # noqa: F401  (the names callers
     trial_of,
     upper_bound,
 )
-from console.analysis.verdict_scoring import scores as _scores
 from console.config import FlagValue
 from console.experiments.breakeven import (
     _finish_even_if_cancelled,
@@ -66,6 +65,7 @@ from console.experiments.verdict_paths import (
     store_run,
     typed_trial,
 )
+from console.experiments.verdict_result import BenchResult, scores  # noqa: F401
 from console.experiments.verdict_scenarios import (  # noqa: F401
     BASELINE_PATHS,
     EXPLAIN,
@@ -93,79 +93,6 @@ MAX_ROUNDS = 16  # and at most
 OUTPUT = 240
 
 Tick = Callable[[int, int], None]
-
-
-def scores(trials: Sequence[Trial]) -> list[ScenarioScore]:
-    return _scores(trials, SCENARIOS)
-
-
-@dataclass
-class BenchResult:
-    trials: list[Trial]
-    params: dict[str, Any]
-    flags_before: dict[str, FlagValue]
-    flags_after: dict[str, FlagValue] | None = None
-    seconds: float = 0.0
-    status: str = "complete"
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per part, summed
-
-    @property
-    def restored(self) -> bool:
-        return self.flags_after == self.flags_before
-
-    def table(self) -> list[str]:
-        head = (f"{'scenario':<14} {'truth':<12} {'true effect (median, range)':<28} "
-                f"{'physics':>7} {'not phys.':>9} {'not enough':>10} {'accuracy':>13}")  # fmt: skip
-        lines = [head, "-" * len(head)]
-        for s in scores(self.trials):
-            c = s.counts
-            acc = f"{s.n_right}/{len(s.trials)} {s.accuracy:.0%}" if s.trials else "-"
-            lines.append(
-                f"{s.scenario.name:<14} {s.scenario.truth:<12} {s.effect_text():<28} "
-                f"{c['physics']:>7} {c['not physics']:>9} {c['not enough evidence']:>10} "
-                f"{acc:>13}"
-            )
-        for path, p in path_scores(self.trials).items():
-            acc = f"{p['right']}/{p['trials']} {p['accuracy']:.0%}" if p["trials"] else "-"
-            lines.append(f"  path {path:<18} {acc:>13} right; false alarms "
-                         f"{p['false_alarms']}/{p['physics_trials']}")  # fmt: skip
-        alarms, physics = false_alarms(self.trials)
-        bound = upper_bound(alarms, physics)
-        null = [t for t in self.trials if t.scenario == "null"]
-        lines.append(
-            f"false alarms ('not physics' where the truth is physics): {alarms}/{physics}"
-            + (f" (95% upper bound {bound:.1%})" if bound is not None else "")
-            + (f"; on null: {sum(t.false_alarm for t in null)}/{len(null)}" if null else "")
-        )
-        big, of = not_enough_on_big(self.trials)
-        if of:
-            lines.append(f"'not enough evidence' where the true effect exceeds 25%: {big}/{of}")
-        return lines
-
-    def as_dict(self) -> dict[str, Any]:
-        alarms, physics = false_alarms(self.trials)
-        null = [t for t in self.trials if t.scenario == "null"]
-        big, of = not_enough_on_big(self.trials)
-        return {
-            "status": self.status,
-            "params": self.params,
-            "seconds": self.seconds,
-            "timings": self.timings,
-            "scenarios": [s.as_dict() for s in scores(self.trials)],
-            "paths": path_scores(self.trials),
-            "false_alarms": {
-                "count": alarms,
-                "of": physics,
-                "rate": alarms / physics if physics else None,
-                "upper_95": upper_bound(alarms, physics),
-                "null": sum(t.false_alarm for t in null),
-            },
-            "not_enough_on_big": {"count": big, "of": of},
-            "flags_before": self.flags_before,
-            "flags_after": self.flags_after,
-            "restored": self.restored,
-            "trials": [t.as_dict() for t in self.trials],
-        }
 
 
 def _changed(original: dict[str, FlagValue], changes: dict[str, str | None]) -> dict[str, Any]:
@@ -320,6 +247,8 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     """One sweep and every scenario's two sides, its typed and explain verdicts, then its
     `set --baseline` trials; the flags back to the original after each change."""
     session = bench.session
+    if not {TYPED, EXPLAIN} & set(bench.paths):  # only set --baseline asked: no sweep
+        return await _baselines_only(bench, run)
     t0 = time.monotonic()
     sweep_samples, sides = await _interleaved(bench, run)
     bench.took("sweep and unchanged sides", t0)
@@ -349,6 +278,18 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
             if order in s.paths and order in bench.paths:
                 trials.append(bench.emit(await _baseline(bench, s, run, changed[s.name], order)))
     return trials
+
+
+async def _baselines_only(bench: _Bench, run: int) -> list[Trial]:
+    """The `set --baseline` trials alone (they measure their own sides); the round delay
+    then takes its default size, there being no sweep to size it from."""
+    out = []
+    for s in (s for s in bench.chosen if s.changes is not None):
+        changes = s.changes(bench.session.engine, bench.original, None)
+        for order in BASELINE_PATHS:
+            if order in s.paths and order in bench.paths:
+                out.append(bench.emit(await _baseline(bench, s, run, changes, order)))
+    return out
 
 
 async def _baseline(

@@ -78,3 +78,25 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     assert table[0].split()[:2] == ["scenario", "truth"]
     assert [line.split()[0] for line in table[2:4]] == ["null", "tree-budget"]
     assert any(line.startswith("false alarms") for line in table)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.asyncio
+async def test_only_the_apply_path_asked_runs_no_sweep_and_restores_the_flags(
+    tmp_path: Path,
+) -> None:
+    profile = builtin_profile("bench-apply", tmp_path / "state")
+    async with engine_service(profile, start=True) as service:
+        original = dict((await service.current_config()).flags)
+        result = await run_bench(
+            MeasureSession(service), scenarios=["null", "tree-budget"], runs=1,
+            paths=["baseline"], calibrate=False,
+        )  # fmt: skip
+        assert dict((await service.current_config()).flags) == original
+    # null has no apply path; tree-budget's one trial measured its own sides, no sweep
+    assert [(t.scenario, t.path) for t in result.trials] == [("tree-budget", "baseline")]
+    (trial,) = result.trials
+    assert trial.judgement["order"] == "side-by-side" and trial.judgement["rows"]
+    assert trial.outcome == "not physics", trial.headline
+    assert "sweep and unchanged sides" not in result.timings
