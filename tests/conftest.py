@@ -54,3 +54,25 @@ def tiny_pair(tmp_path_factory) -> tuple[Path, Path]:
     from engine.tiny import make_random_pair
 
     return make_random_pair(tmp_path_factory.mktemp("tiny_pair"), seed=0)
+
+
+# -- where the suite's time goes: per tier, summed over workers (CI reports the split) ----
+
+_TIER_SECONDS: dict[str, float] = {}
+
+
+def _tier(report: pytest.TestReport) -> str:
+    if report.nodeid.startswith("tests/console/backends/vllm/"):
+        return "vLLM tier"
+    return "slow tier" if "slow" in report.keywords else "fast tier"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tier = _tier(report)
+    _TIER_SECONDS[tier] = _TIER_SECONDS.get(tier, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _TIER_SECONDS and not hasattr(config, "workerinput"):
+        parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_TIER_SECONDS.items()))
+        terminalreporter.write_line(f"test time by tier (summed over workers): {parts}")
