@@ -94,14 +94,17 @@ ONEDNN_MIN_ROWS = 4
 _ONEDNN = torch.backends.mkldnn.is_available()
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def linear(
+    x: torch.Tensor, weight: torch.Tensor, packed: torch.Tensor | None = None
+) -> torch.Tensor:
     """F.linear, through oneDNN for a multi-row inference input on CPU.
 
     MKL's sgemm on this class of CPU (measured on AMD Zen, AVX-512) multiplies 16 rows by a
     [768, 256] weight in 70 us, oneDNN in 36 us with the column-major weight
     `join_weights` lays out: verify, draft and prefill forwards are mostly such matmuls.
     For one row (an AR step) MKL is faster (10 us against 18), so it keeps those. Training
-    (grad enabled) and other devices take F.linear.
+    (grad enabled) and other devices take F.linear. `packed` is `weight` in oneDNN's own
+    layout (`pack_weight`); oneDNN then skips re-laying the weight out on every call.
     """
     if (
         _ONEDNN
@@ -111,13 +114,31 @@ def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         and x.numel() >= ONEDNN_MIN_ROWS * x.shape[-1]
         and not torch.is_grad_enabled()
     ):
-        return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+        w = packed if packed is not None else weight
+        return torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
     return F.linear(x, weight)
+
+
+# Models whose inference weights exceed this keep one copy of them: a packed weight is a
+# second copy, worth it for the small pairs CPU decoding serves, not for a 16 GB target.
+PACK_MAX_BYTES = 1 << 30
+
+
+def pack_weight(weight: torch.Tensor) -> torch.Tensor | None:
+    """`weight` [out, in] in oneDNN's blocked layout for `linear`, or None where `linear`
+    would not take oneDNN for it. Bit-identical results: the layout oneDNN reorders the
+    plain weight into on each call, done once (16 rows of the bundled pair's matmuls:
+    724 -> 643 us a verify forward)."""
+    if not (_ONEDNN and weight.device.type == "cpu" and weight.stride(0) == 1):
+        return None
+    if weight.dtype not in (torch.float32, torch.bfloat16):
+        return None
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
 
 
 def project(lin: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`lin(x)` through `linear` (the module has no bias)."""
-    return linear(x, lin.weight)
+    return linear(x, lin.weight, getattr(lin, "packed", None))
 
 
 class RMSNorm(nn.Module):
@@ -235,6 +256,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(hidden, inter, bias=False)
         self.down_proj = nn.Linear(inter, hidden, bias=False)
         self.fused: torch.Tensor | None = None  # [gate; up], set by fuse() for inference
+        self.fused_packed: torch.Tensor | None = None  # set by fuse_for_inference
 
     def fuse(self) -> None:
         self.fused = join_weights(self.gate_proj, self.up_proj)
@@ -242,7 +264,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fused is not None:
-            gate, up = linear(x, self.fused).chunk(2, dim=-1)
+            gate, up = linear(x, self.fused, self.fused_packed).chunk(2, dim=-1)
             return project(self.down_proj, F.silu(gate) * up)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
@@ -265,6 +287,7 @@ class Attention(nn.Module):
         # Inference-only concatenated projections (set by fuse()): one matmul instead of
         # three matters when a step is dominated by per-op overhead, as on CPU.
         self.qkv: torch.Tensor | None = None
+        self.qkv_packed: torch.Tensor | None = None  # set by fuse_for_inference
         self.kv: torch.Tensor | None = None
         self.qk_norm_weight: torch.Tensor | None = None
 
@@ -290,7 +313,7 @@ class Attention(nn.Module):
         """
         b, t, _ = x.shape
         nq = self.n_heads + self.n_kv
-        qkv = linear(x, self.qkv).view(b, t, nq + self.n_kv, self.head_dim)
+        qkv = linear(x, self.qkv, self.qkv_packed).view(b, t, nq + self.n_kv, self.head_dim)
         qk = unit_rms(qkv[:, :, :nq], self.q_norm.eps) * self.qk_norm_weight
         qk = apply_rope_rolled(qk.transpose(1, 2), cos, sin)
         q, k = qk[:, : self.n_heads, q_from:], qk[:, self.n_heads :]
@@ -360,10 +383,12 @@ def causal_mask(new: int, past: int, dtype: torch.dtype, device) -> torch.Tensor
     return m[None, None]
 
 
-def fuse_for_inference(module: nn.Module) -> None:
+def fuse_for_inference(module: nn.Module, pack: bool | None = None) -> None:
     """Concatenate projection weights (and lay them out for fast small matmuls on CPU).
     Call after .to(), and never before training: the fused weights are views the
-    optimiser's updates would not keep in step."""
+    optimiser's updates would not keep in step. `pack` also keeps each matmul's weight in
+    oneDNN's layout (`pack_weight`); by default when the weights take at most
+    PACK_MAX_BYTES."""
     for mod in module.modules():
         if isinstance(mod, Attention | MLP):
             mod.fuse()
@@ -374,6 +399,26 @@ def fuse_for_inference(module: nn.Module) -> None:
             and lin.weight.is_contiguous()
         ):
             join_weights(lin)
+    if pack is None:
+        pack = sum(p.numel() * p.element_size() for p in module.parameters()) <= PACK_MAX_BYTES
+    if pack:
+        _pack_matmuls(module)
+
+
+def _pack_matmuls(module: nn.Module) -> None:
+    """Pack the weights the fused forwards multiply by: joined q/k/v and gate/up (their
+    own Linear layers are then never called), o_proj, down_proj, the LM head, the fc."""
+    joined = set()
+    for mod in module.modules():
+        if isinstance(mod, Attention) and mod.qkv is not None:
+            mod.qkv_packed = pack_weight(mod.qkv)
+            joined.update(id(m) for m in (mod.q_proj, mod.k_proj, mod.v_proj))
+        elif isinstance(mod, MLP) and mod.fused is not None:
+            mod.fused_packed = pack_weight(mod.fused)
+            joined.update(id(m) for m in (mod.gate_proj, mod.up_proj))
+    for mod in module.modules():
+        if isinstance(mod, nn.Linear) and id(mod) not in joined:
+            mod.packed = pack_weight(mod.weight)
 
 
 class Qwen3Model(nn.Module):
