@@ -1,6 +1,7 @@
 """The inference fast paths change how a forward is computed, never what is decoded:
 oneDNN matmuls for multi-row inputs (engine.model.linear) give the tokens the plain
-F.linear path gives, for every method, on the bundled pair and on a random one."""
+F.linear path gives, for every method, on the bundled pair and on a random one, and
+weights prepacked in oneDNN's layout give bit-identical forwards."""
 
 from __future__ import annotations
 
