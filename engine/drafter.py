@@ -151,7 +151,8 @@ class DFlashDrafter(nn.Module):
         then the B block rows. The caller crops `cache` back to the committed length after.
         """
         h = self.target.embed(block_ids)
-        cos, sin = self.rotary_emb(position_ids, h.dtype)
+        fused = self.layers[0].self_attn.qkv is not None  # then it takes the signed table
+        cos, sin = self.rotary_emb(position_ids, h.dtype, signed=fused)
         n_ctx = ctx.shape[1]
         for i, layer in enumerate(self.layers):
             h = layer(h, ctx, cos, sin, n_ctx, cache, i, window, mask)

@@ -16,6 +16,13 @@ paused (SIGSTOP) while our arms decode, so each engine has the CPU to itself. vL
 max_tokens, so its last round can read long). Ratios are paired per prompt and repeat and
 summarised like the methods: the median over prompts of each prompt's median, with the
 IQR. vLLM's text is compared with ours (greedy on both sides: it should be the same).
+
+Fairness, as run here: both sides compute on one thread by default on a 2-core host
+(vLLM's auto binding gives its CPU worker all cores but one, `worker_threads`; ours get as
+many torch threads), on the same token ids, with the same output length, each warmed up
+by one whole request first. What vLLM has beyond ours: its API server (HTTP,
+detokenising) is a process of its own on the core its worker leaves free; our decoders
+run in this process, and their decode time is the sum of the rounds' phases.
 """
 
 from __future__ import annotations
@@ -300,8 +307,11 @@ def run_peer(args) -> dict:
         raise SystemExit("no prompts to run (check --prompts and --types)")
     ours = _our_decoders(bundle, args)
     encoded = [bundle.tokenizer.encode(p["prompt"]) for p in prompts]
+    # Both sides warm up on a whole request of the measured length (the first prompt), so
+    # neither pays a first-call cost (allocator growth, a table, a compiled shape) inside
+    # the measured rounds.
     for dec in ours.values():
-        dec.generate(encoded[0], max_new_tokens=16, ignore_eos=True)
+        dec.generate(encoded[0], max_new_tokens=args.max_new_tokens, ignore_eos=True)
     port = free_port()
     model = str(bundle.model_path)
     argv = server_argv(
@@ -309,7 +319,7 @@ def run_peer(args) -> dict:
         bundle.max_context,
     )  # fmt: skip
     with VLLMServer(argv, port) as srv:
-        srv.generate(model, encoded[0], 16)  # warm-up
+        srv.generate(model, encoded[0], args.max_new_tokens)  # warm-up, as ours
         triples = [
             _prompt_triple(row, i, ids, args, ours, srv, model, bundle.tokenizer)
             for i, (row, ids) in enumerate(zip(prompts, encoded, strict=True))

@@ -1,6 +1,7 @@
 """The inference fast paths change how a forward is computed, never what is decoded:
 oneDNN matmuls for multi-row inputs (engine.model.linear) give the tokens the plain
-F.linear path gives, for every method, on the bundled pair and on a random one."""
+F.linear path gives, for every method, on the bundled pair and on a random one, and
+weights prepacked in oneDNN's layout give bit-identical forwards."""
 
 from __future__ import annotations
 
@@ -64,3 +65,28 @@ def test_linear_takes_onednn_only_for_several_rows_of_a_column_major_weight(monk
     x = torch.randn(1, 16, 32, requires_grad=True)
     model.linear(x, col).sum().backward()  # training keeps autograd's F.linear
     assert len(calls) == 2 and x.grad is not None
+
+
+@needs_onednn
+def test_packed_weights_give_bit_identical_forwards_and_are_kept_per_matmul():
+    from engine.tiny import init_pair, tiny_configs
+
+    def fused(pack):
+        target, drafter = init_pair(*tiny_configs(block_size=8), seed=5)
+        model.fuse_for_inference(target, pack=pack)
+        model.fuse_for_inference(drafter, pack=pack)
+        return target, drafter
+
+    (plain, _), (packed, drafter) = fused(False), fused(True)
+    attn, mlp = packed.model.layers[0].self_attn, packed.model.layers[0].mlp
+    assert attn.qkv_packed is not None and mlp.fused_packed is not None
+    assert all(getattr(m, "packed", None) is not None for m in (attn.o_proj, mlp.down_proj))
+    assert packed.lm_head.packed is not None and drafter.fc.packed is not None
+    assert not hasattr(attn.q_proj, "packed")  # joined into qkv: never multiplied alone
+    assert plain.model.layers[0].self_attn.qkv_packed is None
+    ids = torch.tensor([PROMPT[:24]])
+    with torch.inference_mode():
+        for rows in (slice(0, 24), slice(0, 1)):  # a multi-row forward and a 1-row one
+            a, ha = plain(ids[:, rows], torch.arange(24)[None, rows], output_layers=[0, 1])
+            b, hb = packed(ids[:, rows], torch.arange(24)[None, rows], output_layers=[0, 1])
+            assert torch.equal(a, b) and all(torch.equal(x, y) for x, y in zip(ha, hb, strict=True))

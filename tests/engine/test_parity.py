@@ -101,6 +101,21 @@ def test_rope_tables_equal_direct_evaluation_and_a_reserved_bound_reads_no_posit
     assert cos.shape == sin.shape == (1, 1, 12, 16) and cos.device.type == "meta"
 
 
+def test_rolled_rope_with_the_signed_table_is_bit_identical_to_rotate_half():
+    from engine.model import apply_rope, apply_rope_rolled
+
+    rope = RotaryEmbedding(16, 10000.0)
+    pos = torch.tensor([[0, 5, 3, 700, 5]])
+    x = torch.randn(1, 3, 5, 16)
+    direct = rope(pos, torch.float32, signed=True)  # grad mode: evaluated directly
+    with torch.no_grad():
+        cos, sin = rope(pos, torch.float32)
+        tcos, ssin = rope(pos, torch.float32, signed=True)
+    assert torch.equal(direct[1], ssin) and torch.equal(tcos, cos)
+    assert not torch.equal(ssin, sin)  # the first half is negated
+    assert torch.equal(apply_rope_rolled(x, cos, ssin), apply_rope(x, cos, sin))
+
+
 def test_decoder_reserves_a_block_past_its_context(tiny_pair):
     from engine.checkpoint import load_bundle
     from engine.decode import Decoder
