@@ -25,8 +25,8 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tier]:
 def vllm_tier(vllm_server: Tier) -> Tier:
     """The session's server, ready: started again where an earlier module stopped it."""
     first = vllm_server.started
-    if first is not None and first.returncode == 0:
-        if vllm_server.json("status", vllm_server.name)["state"] != "ready":
-            again = vllm_server.start()
-            assert again.returncode == 0, again.stderr[-3000:]
+    started = first is not None and first.returncode == 0
+    if started and vllm_server.json("status", vllm_server.name)["state"] != "ready":
+        again = vllm_server.start()
+        assert again.returncode == 0, again.stderr[-3000:]
     return vllm_server

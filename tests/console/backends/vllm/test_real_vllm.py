@@ -22,9 +22,11 @@ import pytest
 from tests.console.backends.vllm.tier import (
     ACCEPTED,
     DECODE,
+    DRAFT_TOKENS,
     DRAFTER,
     DRAFTS,
     GENERATED,
+    LOADED,
     PROMPT,
     READY_TIMEOUT,
     TARGET,
@@ -300,6 +302,109 @@ def test_vllm_serve_without_package_metadata_says_which_form_to_use(vllm_tier: T
     assert failed.returncode != 0
     assert "vllm.entrypoints.openai.api_server" in failed.stderr
     assert "PackageNotFoundError" in failed.stderr and "root cause" in failed.stderr
+
+
+def _warm_up_request(tier: Tier) -> dict:
+    """The request a sweep or break-even arm warms the engine up with (not recorded):
+    16 tokens of code in, 8 out; greedy, so its figures repeat exactly."""
+    out = tier.json("prompt", tier.name, "--context", "16", "--max-tokens", "8", "--no-store")
+    return out["samples"][0]
+
+
+def _pooled(samples: list[dict], rounds) -> tuple[float, float]:
+    """(commit, step) pooled the console's way: Σ(N-1) / Σ rounds, Σ decode / Σ rounds."""
+    steps = sum(rounds(s) for s in samples)
+    decode = sum(s["decode_time_s"] for s in samples)
+    return sum(s["completion_tokens"] - 1 for s in samples) / steps, decode / steps
+
+
+def test_breakeven_restarts_without_speculation_and_restores_the_flags(vllm_tier: Tier) -> None:
+    """Two restarts: the off arm runs with no --speculative-config at all (vLLM's own config
+    line says so), the original flags come back, and every row's figures are the pooled
+    requests'; "pays" only where the speedup's interval excludes 1."""
+    tier, name = vllm_tier, vllm_tier.name
+    flags = json.loads((tier.state / "launch.json").read_text())["flags"]
+    done = tier.cli("breakeven", name, "--contexts", "128,512", "--output", "48", "--repeat",
+                    "2", "--timeout", str(READY_TIMEOUT), "--json",
+                    timeout=3 * READY_TIMEOUT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = tier.metrics()  # the restored server's counters: its requests only
+    out = json.loads(done.stdout)
+    assert out["off_changes"] == {"speculative-config": None} and out["restored"] is True
+    assert "speculative-config" not in out["flags_off"]
+    assert "speculative_config=None" in (tier.state / "engine.log.1").read_text(errors="replace")
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
+    assert (
+        json.loads((tier.state / "launch.json").read_text())["flags"]["speculative-config"]
+        == (flags["speculative-config"])
+    )
+    stored = tier.json("history", "show", str(out["run_id"]))
+    assert stored["kind"] == "breakeven" and stored["request_count"] == 8
+    spec = [r for r in stored["requests"] if r["flags_hash"] == out["spec_flags_hash"]]
+    ar = [r for r in stored["requests"] if r["flags_hash"] == out["ar_flags_hash"]]
+    assert len(spec) == len(ar) == 4 and all(r["verify_steps"] is None for r in ar)
+    # the two spec requests after the restore (and the arm's warm-up) are all the
+    # restored server has seen
+    late, warm = spec[2:], _warm_up_request(tier)
+    assert sum(r["verify_steps"] for r in late) == after.total(DRAFTS) - warm["verify_steps"]
+    assert sum(r["completion_tokens"] for r in late) == after.total(GENERATED) - 8
+    lines = []
+    for row in out["rows"]:
+        at = row["context"]
+        commit, spec_step = _pooled([r for r in spec if r["context_tokens"] == at],
+                                    lambda r: r["verify_steps"])  # fmt: skip
+        _, ar_step = _pooled([r for r in ar if r["context_tokens"] == at],
+                             lambda r: r["completion_tokens"] - 1)  # fmt: skip
+        assert row["measured_commit"]["value"] == pytest.approx(commit)
+        assert row["spec_step_ms"]["value"] == pytest.approx(spec_step * 1e3)
+        assert row["ar_step_ms"]["value"] == pytest.approx(ar_step * 1e3)
+        assert row["needed_commit"]["value"] == pytest.approx(spec_step / ar_step)
+        speedup = row["speedup"]
+        assert speedup["value"] == pytest.approx(commit / (spec_step / ar_step))
+        sure = speedup["low"] > 1 or speedup["high"] < 1
+        assert row["pays"] == (speedup["low"] > 1 if sure else None), row
+        lines.append(f"ctx {at}: commit {commit:.2f} (pooled rounds), needed "
+                     f"{spec_step / ar_step:.2f} = {spec_step * 1e3:.2f} / {ar_step * 1e3:.2f} ms, "
+                     f"speedup {speedup['value']:.2f} [{speedup['low']:.2f}-{speedup['high']:.2f}]"
+                     f" pays {row['pays_text']}")  # fmt: skip
+    print(f"breakeven ({out['seconds']:.0f} s, restored): " + "; ".join(lines))
+
+
+def test_set_applies_7_drafts_inside_the_config_json_and_rolls_back_to_15(
+    vllm_tier: Tier,
+) -> None:
+    """A successful apply: vLLM restarts drafting 7 tokens a round (status, its own config
+    line and its counters say so); `rollback` brings 15 back."""
+    tier, name = vllm_tier, vllm_tier.name
+    launch = tier.state / "launch.json"
+    flags = json.loads(launch.read_text())["flags"]
+    seven = json.dumps({"method": "dflash", "model": str(DRAFTER), "num_speculative_tokens": 7})
+    applied = tier.cli("set", name, f"speculative-config={seven}", "--yes", "--timeout",
+                       str(READY_TIMEOUT), timeout=READY_TIMEOUT + 120)  # fmt: skip
+    if applied.returncode != 0 and LOADED in tier.log():  # vLLM's own warm-up crash
+        applied = tier.start("restart")
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 7
+    assert "num_spec_tokens=7)" in tier.log()
+    before = tier.metrics()
+    out = tier.json("prompt", name, "--context", "200", "--max-tokens", "120", "--no-store")
+    after = tier.metrics()
+    (sample,) = out["samples"]
+    rounds = delta(before, after, DRAFTS)
+    assert sample["verify_steps"] == rounds and rounds > 0
+    assert delta(before, after, DRAFT_TOKENS) == 7 * rounds == sample["spec"]["proposed_drafts"]
+    assert sample["commit_len"] <= 8 and len(sample["spec"]["per_position"]) == 7
+    print(f"set 7: {delta(before, after, DRAFT_TOKENS):.0f} draft tokens / {rounds:.0f} rounds "
+          f"= 7, commit {sample['commit_len']:.2f}")  # fmt: skip
+
+    back = tier.start("rollback")
+    assert back.returncode == 0, back.stderr[-3000:]
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
+    assert "num_spec_tokens=15)" in tier.log()
+    assert json.loads(launch.read_text())["flags"] == flags
 
 
 def test_set_checks_the_config_json_fails_a_bad_drafter_and_rolls_back(vllm_tier: Tier) -> None:

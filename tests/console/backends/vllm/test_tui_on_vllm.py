@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -18,17 +19,23 @@ from console.analysis.records import LiveSample
 from console.backends.vllm.live import sample_from_scrapes
 from console.tui.app import SpecConsoleApp
 from console.tui.screens.dashboard import DashboardScreen
-from console.tui.screens.dashboard_figures import now_figures, now_lines
 from console.tui.screens.flags import FlagsScreen
 from console.tui.screens.modals import ConfirmScreen
 from console.tui.settings import TuiSettings
-from tests.console.backends.vllm.tier import DRAFTER, DRAFTS, READY_TIMEOUT, TARGET, Tier, delta
+from tests.console.backends.vllm.tier import (
+    DRAFT_TOKENS,
+    DRAFTER,
+    DRAFTS,
+    READY_TIMEOUT,
+    TARGET,
+    Tier,
+    delta,
+)
 from tests.console.tui.test_app_engine import state, text, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(1200)]
 
 SPEC = "speculative-config"
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 
 
 @pytest.fixture
@@ -45,38 +52,75 @@ def _complete(tier: Tier, max_tokens: int) -> None:
     httpx.post(tier.url("/v1/completions"), json=body, timeout=120).raise_for_status()
 
 
-async def _one_window(pilot, tier: Tier, max_tokens: int = 160) -> tuple[LiveSample, LiveSample]:
-    """(the series' /metrics sample, the same figures from our own scrapes around one
-    request): a request that fell inside one scrape window of the series (no other
-    traffic) gives that window exactly its counter deltas; one that straddled two is
-    sent again."""
+def _readout(app: SpecConsoleApp) -> tuple[str, str]:
+    """(the big tok/s figure, the "commit ... step ...ms" line) as the dashboard shows them
+    (the line above says how old they are)."""
+    lines = text(app, "#now-text").splitlines()
+    figures = next((ln for ln in lines if ln.startswith("commit")), "")
+    return str(app.screen.query_one("#now-tok").value), figures
+
+
+def _newest(app: SpecConsoleApp) -> LiveSample | None:
+    """The sample the readout's tok/s comes from: the newest that has figures."""
+    ok = [s for s in app.live_samples if s.tok_s is not None or s.commit_len is not None]
+    return ok[-1] if ok else None
+
+
+async def _one_window(pilot, tier: Tier, max_tokens: int = 160) -> Window:
+    """One request inside one scrape window of the series (no other traffic, so that
+    window's deltas are exactly ours, from our own scrapes around it) and the readout
+    while its sample was the newest. A request that straddled two windows, or whose
+    sample a log line displaced before the screen showed it, is sent again."""
     app = pilot.app
-    for _ in range(4):
+    for _ in range(5):
         t0 = time.time()
         before = await asyncio.to_thread(tier.metrics)
         await asyncio.to_thread(_complete, tier, max_tokens)
         after = await asyncio.to_thread(tier.metrics)
 
         def windows(t0: float = t0) -> list[LiveSample]:
-            return [s for s in app.live_samples if s.source == "metrics" and s.t > t0]
+            return [s for s in app.live_samples
+                    if s.source == "metrics" and s.t > t0 and s.commit_len is not None]  # fmt: skip
 
-        await wait_for(pilot, "a /metrics sample of the request", lambda: windows(), 60)
+        try:  # none: the series had no scrape before it (just started or reconnected)
+            await wait_for(pilot, "a /metrics sample of the request", lambda: windows(), 20)
+        except AssertionError:
+            continue
+        first = windows()[0]
+        shown = None
+        for _ in range(30):  # the readout follows within a refresh
+            if _newest(app) is not first:
+                break
+            if _readout(app)[0] == f"{first.tok_s:.1f}":
+                shown = _readout(app)
+                break
+            await pilot.pause(0.1)
         await pilot.pause(5)  # two more scrapes: a straddled request shows a second window
-        if len(windows()) == 1:
+        if len(windows()) == 1 and shown is not None:
             expected = sample_from_scrapes(before, after)
             assert expected is not None and delta(before, after, DRAFTS) > 0
-            return windows()[0], expected
-    raise AssertionError("every request straddled two scrape windows of the live series")
+            return Window(first, expected, shown)
+    raise AssertionError("no request fell inside one scrape window of the live series")
 
 
-def _readout(app: SpecConsoleApp) -> tuple[str, str]:
-    """(the big tok/s figure, the lines under it) as the dashboard shows them."""
-    return str(app.screen.query_one("#now-tok").value), text(app, "#now-text")
+@dataclass
+class Window:
+    sample: LiveSample  # the live series' /metrics sample of the request
+    expected: LiveSample  # the same, from our own scrapes just before and after it
+    shown: tuple[str, str]  # the dashboard's readout while that sample was the newest
 
+    def check(self) -> None:
+        sample, expected = self.sample, self.expected
+        assert sample.commit_len == pytest.approx(expected.commit_len)
+        assert sample.step_time_s == pytest.approx(expected.step_time_s)
+        assert sample.tok_s == pytest.approx(expected.commit_len / expected.step_time_s)
+        commit, step_ms = f"{sample.commit_len:.2f}", f"{sample.step_time_s * 1e3:.1f}"
+        assert self.shown == (f"{sample.tok_s:.1f}", f"commit {commit}  step {step_ms}ms")
 
-def _figure_line(lines: str) -> str:
-    """The "commit ... step ...ms" line of the readout (the first says how old it is)."""
-    return next((ln for ln in lines.splitlines() if ln.startswith("commit")), "")
+    def text(self) -> str:
+        return (f"{self.shown[0]} tok/s, {self.shown[1]}; vLLM's window: commit 1 + "
+                f"Δaccepted/Δdrafts = {self.expected.commit_len:.2f}, step ΔITL sum/count = "
+                f"{self.expected.step_time_s * 1e3:.2f} ms")  # fmt: skip
 
 
 async def test_dashboard_shows_vllms_live_figures_and_apply_restarts_with_7_drafts(
@@ -90,26 +134,9 @@ async def test_dashboard_shows_vllms_live_figures_and_apply_restarts_with_7_draf
         await wait_for(pilot, "the live series", lambda: app.live.live_series is not None, 60)
         await pilot.pause(3)  # the series' first scrape: the baseline of its first window
 
-        sample, expected = await _one_window(pilot, tier)
-        assert sample.commit_len == pytest.approx(expected.commit_len)
-        assert sample.step_time_s == pytest.approx(expected.step_time_s)
-        assert sample.tok_s == pytest.approx(expected.commit_len / expected.step_time_s)
-
-        # the readout shows the newest figures of the series (a log line may follow)
-        def shown() -> bool:
-            big, lines = now_lines(now_figures(app.live_samples), time.time())
-            return _readout(app)[0] == big and _figure_line(_readout(app)[1]) == (
-                _figure_line(str(lines))
-            )
-
-        await wait_for(pilot, "the readout", shown, 20)
-        big, readout = _readout(app)
-        figures = now_figures(app.live_samples)
-        assert f"commit {figures.commit:.2f}  step {figures.step_ms:.1f}ms" in readout
-        assert big == f"{figures.tok_s:.1f}"
-        print(f"TUI now: {big} tok/s, {_figure_line(readout)}; vLLM's window: commit "
-              f"1 + Δaccepted/Δdrafts = {expected.commit_len:.2f}, step ΔITL sum/count = "
-              f"{expected.step_time_s * 1e3:.2f} ms")  # fmt: skip
+        window = await _one_window(pilot, tier)
+        window.check()
+        print(f"TUI dashboard: {window.text()}")
 
         # Apply through the flags form: the edit inside --speculative-config, a restart.
         seven = json.dumps({"method": "dflash", "model": str(DRAFTER),
@@ -134,9 +161,10 @@ async def test_dashboard_shows_vllms_live_figures_and_apply_restarts_with_7_draf
             and app.status.pid != pid, READY_TIMEOUT,
         )  # fmt: skip
         await pilot.press("d")
-        await pilot.pause(3)  # the new server's first scrape
-        sample, expected = await _one_window(pilot, tier)
-        assert sample.commit_len == pytest.approx(expected.commit_len) and sample.commit_len <= 8
+        await pilot.pause(3)  # the series reconnects (a backoff of at most 10 s)
+        after_apply = await _one_window(pilot, tier)
+        after_apply.check()
+        assert after_apply.sample.commit_len <= 8  # 7 drafts and the verified token
         await pilot.press("q")
 
     status = tier.json("status", name)
@@ -148,7 +176,7 @@ async def test_dashboard_shows_vllms_live_figures_and_apply_restarts_with_7_draf
     drafts = delta(before, after, DRAFTS)
     assert drafts > 0 and delta(before, after, DRAFT_TOKENS) == 7 * drafts
     print(f"TUI apply: 7 drafts a round ({delta(before, after, DRAFT_TOKENS):.0f} draft tokens "
-          f"/ {drafts:.0f} rounds), live commit {sample.commit_len:.2f} <= 8")  # fmt: skip
+          f"/ {drafts:.0f} rounds); dashboard after it: {after_apply.text()}")  # fmt: skip
 
 
 def test_stop_ends_the_server(vllm_tier: Tier) -> None:

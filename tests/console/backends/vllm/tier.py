@@ -31,6 +31,7 @@ READY_TIMEOUT = 480  # ~60 s on an idle 2-core host; much more while other work 
 LOADED = "Loading weights took"  # past this line a crash is vLLM's warm-up, not our flags
 # vLLM's own counters the tests check the console's figures against
 DRAFTS = "vllm:spec_decode_num_drafts_total"  # verify rounds
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"  # rounds x num_speculative_tokens
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 GENERATED = "vllm:generation_tokens_total"
 PROMPT = "vllm:prompt_tokens_total"
