@@ -40,18 +40,9 @@ LIVE_SOURCE_TEXT: dict[str, str] = {
 }
 
 
-def _spelled(value: Any) -> Any:
-    """A flag's value as its command line spells it: a profile's "2048" and the 2048 a
-    flag plan parsed it into (or `true` and True) are the same flag."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value) if isinstance(value, int | float) else value
-
-
 def flags_hash(flags: dict[str, Any]) -> str:
     """A short stable hash of an engine's flags: runs with equal hashes are comparable."""
-    spelled = {k: _spelled(v) for k, v in flags.items()}
-    text = json.dumps(spelled, sort_keys=True, default=str, separators=(",", ":"))
+    text = json.dumps(flags, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -30,6 +30,7 @@ Which flag switches speculation off, per engine:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -366,6 +367,11 @@ async def _restore(
             f"abandons this; `specconsole rollback {service.profile.name}` then restores them)"
         )
         plan = await service.plan(restore_changes(current, original))
+        if same_flags(dict(plan.new.flags), original):
+            # The engine's parser read a profile's "2048" as 2048: launch the original's
+            # own spelling (the same command line), so the arm after the restore carries
+            # the first arm's flags hash and is pooled with it.
+            plan = dataclasses.replace(plan, new=service.config_for(original))
         result = await service.apply(plan, timeout=timeout)
         if not result.ok:
             session.note(

