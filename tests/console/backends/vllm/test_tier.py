@@ -45,3 +45,20 @@ def test_a_rollback_that_crashes_in_warm_up_is_started_again(tmp_path: Path) -> 
     with pytest.warns(UserWarning):
         assert tier.start("rollback").returncode == 0
     assert [c[0] for c in tier.calls] == ["rollback", "stop", "start"]
+
+
+def test_the_bench_and_the_tier_look_for_the_venv_in_one_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.bench.peer_vllm import vllm_venv
+    from tests.console.fixtures.vllm_venv import venv_path
+
+    monkeypatch.delenv("SPECCONSOLE_VLLM_VENV", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default = tmp_path / ".cache" / "specconsole" / "vllm-0.32.0"
+    assert venv_path() == default and vllm_venv() is None  # not built there yet
+    (default / "bin").mkdir(parents=True)
+    (default / "bin" / "python").touch()
+    assert vllm_venv() == default
+    monkeypatch.setenv("SPECCONSOLE_VLLM_VENV", str(tmp_path / "elsewhere"))
+    assert venv_path() == tmp_path / "elsewhere" and vllm_venv() is None

@@ -29,6 +29,18 @@ ENV = ("VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=auto")
 FLAGS = ("dtype=float32", "max-model-len=2048", 'speculative-config={"num_speculative_tokens": 15}')
 READY_TIMEOUT = 480  # ~60 s on an idle 2-core host; much more while other work runs
 LOADED = "Loading weights took"  # past this line a crash is vLLM's warm-up, not our flags
+# vLLM's own counters the tests check the console's figures against
+DRAFTS = "vllm:spec_decode_num_drafts_total"  # verify rounds
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"  # rounds x num_speculative_tokens
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+GENERATED = "vllm:generation_tokens_total"
+PROMPT = "vllm:prompt_tokens_total"
+DECODE = "vllm:request_decode_time_seconds_sum"
+
+
+def delta(before: MetricsScrape, after: MetricsScrape, name: str) -> float:
+    """How far one of vLLM's counters moved between two scrapes."""
+    return (after.total(name) or 0.0) - (before.total(name) or 0.0)
 
 
 def require_venv() -> Path:
