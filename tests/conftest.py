@@ -56,13 +56,33 @@ def tiny_pair(tmp_path_factory) -> tuple[Path, Path]:
     return make_random_pair(tmp_path_factory.mktemp("tiny_pair"), seed=0)
 
 
+# -- one real vLLM server for its whole tier ------------------------------------------------
+
+VLLM_TIER = "tests/console/backends/vllm/"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadfile`, except that the real-vLLM tier's files are one unit: its server
+    (about 3 GB and a minute to start) is shared by the tier's modules, and split over two
+    workers each would start its own."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneVllmServer(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return VLLM_TIER if nodeid.startswith(VLLM_TIER) else super()._split_scope(nodeid)
+
+    return OneVllmServer(config, log)
+
+
 # -- where the suite's time goes: per tier, summed over workers (CI reports the split) ----
 
 _TIER_SECONDS: dict[str, float] = {}
 
 
 def _tier(report: pytest.TestReport) -> str:
-    if report.nodeid.startswith("tests/console/backends/vllm/"):
+    if report.nodeid.startswith(VLLM_TIER):
         return "vLLM tier"
     return "slow tier" if "slow" in report.keywords else "fast tier"
 
