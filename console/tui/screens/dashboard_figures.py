@@ -13,6 +13,7 @@ from rich.text import Text
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
 from console.measure.live import is_warmup_sample
+from console.measure.live_samples import WALL_CLOCK_NOTE
 from console.tui.widgets.chart import ChartSeries
 from console.tui.widgets.plotext_render import RGB, legend_entry
 
@@ -206,14 +207,34 @@ def now_figures(samples: Sequence[LiveSample]) -> NowFigures | None:
         return next((get(s) for s in ordered() if get(s) is not None), None)
 
     step = latest(lambda s: s.step_time_s)
+    shown, source = _rate_shown(ordered())
     return NowFigures(
-        t=newest.t,
-        source=SHORT_SOURCE.get(newest.source, newest.source),
-        tok_s=newest.tok_s if newest.tok_s is not None else latest(lambda s: s.tok_s),
+        t=newest.t if shown is None else shown.t,
+        source=source or SHORT_SOURCE.get(newest.source, newest.source),
+        tok_s=None if shown is None else shown.tok_s,
         commit=latest(lambda s: s.commit_len),
         step_ms=None if step is None else step * 1000,
         context=latest(lambda s: s.context_tokens),
     )
+
+
+def _rate_shown(newest_first) -> tuple[LiveSample | None, str]:
+    """The sample whose tok/s the readout shows, and its source label: the newest decode
+    rate; a wall-clock average (vLLM's log line: tokens over the log interval, idle
+    included, 16 tok/s right after a 670 tok/s request) only when no decode rate from the
+    same minute is there to show, and then labelled as what it is."""
+    wall = None
+    for s in newest_first:
+        if s.tok_s is None:
+            continue
+        if s.note != WALL_CLOCK_NOTE:
+            if wall is None or wall.t - s.t <= STALE_S:
+                return s, ""
+            break
+        wall = wall or s
+    if wall is None:
+        return None, ""
+    return wall, f"{SHORT_SOURCE.get(wall.source, wall.source)}, wall-clock avg"
 
 
 def now_lines(now: NowFigures | None, at: float) -> tuple[str, Text]:

@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample
 from console.measure.live import WARMUP_NOTE
+from console.measure.live_samples import WALL_CLOCK_NOTE
 from console.tui.app import SpecConsoleApp
 from console.tui.screens import dashboard
 from console.tui.screens.dashboard import (
@@ -84,6 +85,20 @@ def test_warmup_samples_are_not_traffic() -> None:
     assert [p for s in chart_series([real, warm])["tok"] for p in s.points] == [(0.0, 100.0)]
     now = now_figures([real, warm])
     assert now is not None and now.tok_s == 100.0
+
+
+def test_a_wall_clock_average_never_hides_a_decode_rate_of_the_same_minute() -> None:
+    # vLLM: a /metrics window's decode rate, then its log line's wall-clock average over
+    # an interval mostly idle
+    rate = LiveSample(t=fakes.T0, source="metrics", tok_s=670.0, commit_len=3.2)
+    wall = LiveSample(t=fakes.T0 + 8, source="log", tok_s=16.0, note=WALL_CLOCK_NOTE)
+    now = now_figures([rate, wall])
+    assert now is not None and now.tok_s == 670.0 and now.t == fakes.T0
+    # with no decode rate that recent, the average is shown, named as what it is
+    late = LiveSample(t=fakes.T0 + 300, source="log", tok_s=16.0, note=WALL_CLOCK_NOTE)
+    now = now_figures([rate, wall, late])
+    assert now is not None and now.tok_s == 16.0 and "wall-clock avg" in now.source
+    assert "wall-clock avg" in now_lines(now, late.t)[1].plain
 
 
 def test_now_readout_figures_age_and_stale() -> None:
