@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from console.backends.adapter import Speculation
 from console.backends.schema import FlagSchema, FlagSpec
 from console.backends.schema_discovery import DiscoveredSchema
 from console.config import FlagValue
@@ -135,6 +136,9 @@ class FlagView:
     info: Mapping[str, Any] | None = None  # /get_server_info, when the engine answered
     rows: tuple[FlagRow, ...] = field(default=())
     warnings: tuple[str, ...] = ()  # e.g. a bind wider than loopback
+    # what the flags speculate with, as the engine's adapter reads them (vLLM keeps it in
+    # one JSON flag, so no per-setting key flag shows it)
+    speculation: Speculation | None = None
 
     @property
     def source(self) -> str:
@@ -162,7 +166,9 @@ class FlagView:
         ]
 
     def key_flags(self) -> list[KeyFlag]:
-        """The flags that decide decode speed and output shape, each with its source."""
+        """The flags that decide decode speed and output shape, each with its source; where
+        the engine has none of the speculation flags by name, the speculation its adapter
+        reads from the launch config (method and draft tokens) heads the list."""
         out = []
         for label, role, fallback in KEY_FLAGS:
             name = self.roles.get(role, fallback) if role else fallback
@@ -176,6 +182,10 @@ class FlagView:
             )  # fmt: skip
             value = row.value
             out.append(KeyFlag(label, canonical, "-" if value is None else str(value), row.source))
+        named = {k.label for k in out} & {label for label, _, _ in KEY_FLAGS[:4]}
+        if self.speculation is not None and not named:
+            out.insert(0, KeyFlag("speculation", "speculative config",
+                                  self.speculation.describe(), "launch config"))  # fmt: skip
         return out
 
 
@@ -253,7 +263,9 @@ async def read_flag_view(
         view = build_flag_view(None, {}, config.flags, info)
     else:
         view = build_flag_view(discovered.schema, discovered.roles, config.flags, info)
-    return replace(view, warnings=launch_warnings(service, config.flags))
+    adapter = getattr(service, "backend", None)
+    speculation = adapter.speculation(dict(config.flags)) if adapter is not None else None
+    return replace(view, warnings=launch_warnings(service, config.flags), speculation=speculation)
 
 
 def launch_warnings(service: object, flags: Mapping[str, FlagValue]) -> tuple[str, ...]:

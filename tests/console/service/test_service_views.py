@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from console.backends import get_adapter
 from console.backends.schema import FlagSchema
 from console.config import HostProfile
 from console.service import LifecycleEvent
@@ -71,6 +72,21 @@ def test_key_flags_say_where_each_value_came_from() -> None:
     assert stopped[0] == ("algorithm", "DDTREE", "default")
     assert stopped[2] == ("draft window", "1024", "launch config")
     assert stopped[1] == ("draft tokens (block)", "the drafter's block size", "default")
+
+
+def test_speculation_in_one_json_flag_heads_the_key_flags() -> None:
+    # vLLM: no speculation flag by name, the method and drafts inside --speculative-config
+    specs = [s for s in fakes.SPECS if not s.name.startswith("speculative-")]
+    schema = FlagSchema({s.name: s for s in specs}, source="fixed")
+    flags = {"speculative-config": '{"method": "dflash", "num_speculative_tokens": 15}'}
+    view = build_flag_view(schema, {}, flags, None)
+    assert view.key_flags()[0].label == "context length"  # nothing says speculation
+    spec = get_adapter("vllm").speculation(flags)
+    first = replace(view, speculation=spec).key_flags()[0]
+    assert (first.label, first.value) == ("speculation", "dflash, 15 draft tokens")
+    # an engine with the flags by name keeps its own rows
+    named = replace(build_flag_view(SCHEMA, fakes.ROLES, fakes.FLAGS, None), speculation=spec)
+    assert named.key_flags()[0].label == "algorithm"
 
 
 def test_key_flags_without_a_schema_use_the_usual_names() -> None:

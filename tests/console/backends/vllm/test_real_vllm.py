@@ -68,6 +68,9 @@ def test_status_shows_dflash_15_drafts_and_a_loopback_only_bind(vllm_tier: Tier)
     assert status["state"] == "ready" and status["argv_planned"] is False
     assert status["speculation"]["method"] == "dflash"
     assert status["speculation"]["draft_tokens"] == 15
+    # the key flags (the dashboard's panel) say it too: vLLM has no per-setting flag for it
+    first = status["key_flags"][0]
+    assert (first["label"], first["value"]) == ("speculation", "dflash, 15 draft tokens")
     assert status["bind"] == "127.0.0.1" and status["bind_wide"] is False
     argv = status["argv"]
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
