@@ -31,6 +31,7 @@ from console.tui.screens.base import ViewScreen
 from console.tui.screens.flags_baseline import compose_settings, read_settings, wants_baseline
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
+from console.tui.widgets.flag_title import FlagTitle
 from console.tui.widgets.tick_box import TickBox
 
 # Values are never cut; the name is shown whole where the row has room: the type and
@@ -78,6 +79,7 @@ class FlagsScreen(ViewScreen):
         with Horizontal(id="flag-main"):
             yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
+                yield FlagTitle(id="flag-title")
                 yield Static("", id="flag-help")
                 yield Input(placeholder="new value (empty = engine default)", id="flag-value")
                 yield Static("", id="flag-check")
@@ -87,11 +89,13 @@ class FlagsScreen(ViewScreen):
                 yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
                              id="pending-text")  # fmt: skip
             with Horizontal(id="flag-actions", classes="action-row"):
+                # Enter in the value box, for the mouse: stage the typed value.
+                yield Button("Stage", id="flag-stage-button", compact=True)
                 yield Button("Review & apply", id="flag-apply-button", variant="primary",
                              compact=True)  # fmt: skip
                 yield Button("Discard", id="flag-discard-button", compact=True)
                 # The tuning loop: the same short baseline before and after the restart.
-                yield TickBox("baseline before/after",
+                yield TickBox("before/after",
                               id="flag-baseline")  # fmt: skip
             yield from compose_settings()
 
@@ -101,9 +105,11 @@ class FlagsScreen(ViewScreen):
         self.staged: dict[str, str | None] = {}
         self.show_all = False
         self.selected: str | None = None
+        self._loaded = ""  # what the value box was last loaded with (not typed)
         self.query_one("#flag-editor").border_title = "flag"
         self.query_one("#flag-pending").border_title = "staged edits"
         for button_id, key_id, label in (
+            ("flag-stage-button", "flags-edit", "Stage"),
             ("flag-apply-button", "flags-apply", "Review & apply"),
             ("flag-discard-button", "flags-discard", "Discard"),
         ):
@@ -194,8 +200,8 @@ class FlagsScreen(ViewScreen):
             return
         self.selected = name
         spec = self.specs[name]
+        self.query_one("#flag-title", FlagTitle).flag = spec.name
         text = Text()
-        text.append(f"--{spec.name}\n", style="bold")
         text.append(f"type {kind_text(spec)}, default {spec.default or '-'}\n")
         if spec.choices:
             text.append(f"choices: {', '.join(spec.choices)} (→ completes)\n")
@@ -214,8 +220,15 @@ class FlagsScreen(ViewScreen):
         options = list(spec.choices or ()) or (["true", "false"] if spec.type == "bool" else [])
         # Choices complete inline (→ accepts), as a shell completes a flag's values.
         box.suggester = SuggestFromList(options, case_sensitive=False) if options else None
+        if box.has_focus and box.value != self._loaded:
+            # Typed before this highlight was handled (a click on the row, then on the box
+            # and typing at once, reach the box before the screen sees the row change):
+            # the typed text is for this flag; check it rather than load over it.
+            self._check(self._change_for(name, box.value), stage=None)
+            return
         with box.prevent(Input.Changed):
             box.value = value or ""
+        self._loaded = box.value
         self.query_one("#flag-check", Static).update("")
 
     def _change_for(self, name: str, value: str) -> dict[str, str | None]:
@@ -228,9 +241,18 @@ class FlagsScreen(ViewScreen):
 
     @on(Input.Submitted, "#flag-value")
     def _submitted(self, event: Input.Submitted) -> None:
-        if self.selected is not None:
-            changes = self._change_for(self.selected, event.value)
-            self._check(changes, stage=self.selected, delay=False)
+        self.stage_typed(event.value)
+
+    @on(Button.Pressed, "#flag-stage-button")
+    def _stage_pressed(self) -> None:
+        self.stage_typed(self.query_one("#flag-value", Input).value)
+
+    def stage_typed(self, value: str) -> None:
+        """Check the typed value of the selected flag and stage it when it is valid."""
+        if self.selected is None:
+            self.notify("Select a flag first, then type its value.")
+            return
+        self._check(self._change_for(self.selected, value), stage=self.selected, delay=False)
 
     @work(group="flag-check", exclusive=True, exit_on_error=False, description="check flag")
     async def _check(
