@@ -12,8 +12,6 @@ and after and the two lined up (`measure.baseline`, as `specconsole set --baseli
 
 from __future__ import annotations
 
-import asyncio
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,12 +21,13 @@ from textual.widgets import Button, DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
-from console.errors import ConsoleError, one_line
+from console.errors import ConsoleError
 from console.service.flag_view import FlagRow, FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.flags_baseline import compose_settings, read_settings, wants_baseline
+from console.tui.screens.flags_check import FlagChecks
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.flag_title import FlagTitle
@@ -43,8 +42,6 @@ FLAG_COLUMNS = (
     Col("type", flex=True, min_width=4, yields=True),  # both shown whole in the panel
     Col("default", flex=True, min_width=7, yields=True),
 )
-
-CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
 
 
 def matches(spec: FlagSpec, query: str) -> bool:
@@ -69,7 +66,7 @@ def shown_value(row: FlagRow | None, current: FlagValue | None) -> tuple[str, st
     return "", "default"
 
 
-class FlagsScreen(ViewScreen):
+class FlagsScreen(FlagChecks, ViewScreen):
     BINDINGS = keys.bindings("flags")
     KEY_SCOPE = "flags"
     HOME = "#flag-table"
@@ -81,7 +78,7 @@ class FlagsScreen(ViewScreen):
             with Vertical(id="flag-editor", classes="panel"):
                 yield FlagTitle(id="flag-title")
                 yield Static("", id="flag-help")
-                yield Input(placeholder="new value (empty = engine default)", id="flag-value")
+                yield Input(placeholder="new value (blank: default)", id="flag-value")
                 yield Static("", id="flag-check")
         with Vertical(id="flag-pending", classes="panel"):
             # The edits scroll; the buttons and baseline settings below stay in view.
@@ -245,39 +242,10 @@ class FlagsScreen(ViewScreen):
 
     @on(Button.Pressed, "#flag-stage-button")
     def _stage_pressed(self) -> None:
-        self.stage_typed(self.query_one("#flag-value", Input).value)
-
-    def stage_typed(self, value: str) -> None:
-        """Check the typed value of the selected flag and stage it when it is valid."""
-        if self.selected is None:
-            self.notify("Select a flag first, then type its value.")
-            return
-        self._check(self._change_for(self.selected, value), stage=self.selected, delay=False)
-
-    @work(group="flag-check", exclusive=True, exit_on_error=False, description="check flag")
-    async def _check(
-        self, changes: dict[str, str | None], stage: str | None, delay: bool = True
-    ) -> None:
-        if delay:
-            await asyncio.sleep(CHECK_DELAY_S)
-        check = self.query_one("#flag-check", Static)
+        # Read the box once it has handled the keys already sent to it: a click right
+        # after typing reaches the button before the box has typed them all.
         box = self.query_one("#flag-value", Input)
-        try:
-            plan = await self.session.service.plan(changes)  # type: ignore[union-attr]
-        except ConsoleError as exc:
-            box.add_class("bad-value")
-            check.update(Text(f"✗ {exc}", style=self.app.theme_variables.get("error", "red")))
-            return
-        except Exception as exc:
-            check.update(Text(f"✗ {one_line(exc)}"))
-            return
-        box.remove_class("bad-value")
-        check.update(Text("✓ valid" + ("" if plan.changed else " (no change)"),
-                          style=self.app.theme_variables.get("success", "green")))  # fmt: skip
-        if stage is not None:
-            self.staged[stage] = changes[stage]
-            self._fill_table()
-            self.query_one("#flag-table", DataTable).focus()
+        box.call_later(lambda: self.stage_typed(box.value))
 
     def _show_pending(self) -> None:
         text = self.query_one("#pending-text", Static)

@@ -282,11 +282,12 @@ class HistoryScreen(ViewScreen):
 
     def _detail(self, text: Text | str, rows: list | None = None, after: str = "") -> None:
         """Show `text` in the detail panel, and a comparison's table `rows` and `after`."""
-        self.query_one("#hist-text", Static).update(text)
+        # Text, never markup: "[95% interval]" in a comparison is words, not a style.
+        self.query_one("#hist-text", Static).update(Text(text) if isinstance(text, str) else text)
         table = self.query_one("#hist-table", FittedTable)
         table.set_rows(rows or [])
         table.set_class(bool(rows), "-shown")
-        self.query_one("#hist-after", Static).update(after)
+        self.query_one("#hist-after", Static).update(Text(after))
 
     def action_mark(self) -> None:
         run_id = self._current_id()

@@ -152,7 +152,7 @@ class PromptLabScreen(ViewScreen):
             yield field("prompt", Select(types, value="code", allow_blank=False, id="lab-type"))
             yield field("context (tokens)", Input("256", id="lab-context"))
             yield field("max tokens", Input("128", id="lab-max"))
-            yield field("repeat", Input("1", id="lab-repeat"))
+            yield field("repeat", Input("1", id="lab-repeat"), narrow=True)
             # `--prompts`: a .txt (one type) or .jsonl of extra texts; its types join the
             # prompt select when the field is left or Enter is pressed.
             yield field("prompt file", Input("", placeholder="optional", id="lab-prompts"))

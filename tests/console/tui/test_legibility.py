@@ -82,3 +82,19 @@ async def _compared_at_80x24(app, run_before) -> None:
         width = sum(c.get_render_width(table) for c in table.columns.values())
         assert width <= table.scrollable_content_region.width  # no row wider than the panel
         assert table.get_row_at(0)[:3] == ["64", "code", "tok/s"]
+
+
+def test_the_comparison_says_its_interval_in_words() -> None:
+    # The sentence above the table names "[95% interval]": shown as text, not read as
+    # markup (which dropped it).
+    import asyncio
+
+    app, run_before = views.scenario("history")
+
+    async def check() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await run_before(pilot)
+            shown = str(app.screen.query_one("#hist-text").render())
+            assert "[95% interval]" in shown.replace("\n", " "), shown
+
+    asyncio.run(check())
