@@ -123,9 +123,10 @@ def run_text(run: StoredRun) -> Text:
     text.append(f"{run.info.kind}: {params_text(run.info.params)}\n", style="dim")
     points = summarize(run.requests)
     if points:
+        # The note on its own line: beside the header it made the header wrap at 80.
+        text.append("pooled per point, [95% interval]\n", style="dim")
         text.append(
-            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms"
-            "  (pooled [95% interval])\n",
+            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
             style="bold",
         )
         for p in points:
