@@ -204,7 +204,8 @@ def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
     tmux.keys("Tab", "1", "Tab", "7", "Tab", "prose")  # contexts, output tokens, text types
     tmux.wait_for(
         "each value in its own field",
-        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+auto\b", s) is not None,
+        # the fields' row, then the repeat on the row under it (still its placeholder)
+        lambda s: re.search(r"▼\W+1\W+7\W+prose\b", s) is not None and "repeat auto" in s,
         timeout=10,
     )
 
