@@ -25,6 +25,11 @@ class LineLog(RichLog):
         self._raw: deque[str] = deque(maxlen=self.max_lines or KEEP)
         self._width = 0
 
+    @property
+    def kept(self) -> list[str]:
+        """The lines as written (each shown whole, or cut with "…" at the width)."""
+        return list(self._raw)
+
     def write_line(self, line: str, *, scroll_end: bool | None = None) -> None:
         self._raw.append(line)
         self._draw(line, scroll_end)
