@@ -105,7 +105,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 async def _report(event: LifecycleEvent, wait: bool, host: str) -> int:
     if not wait:
-        print(f"{host}: {event.describe()} (use --wait to follow it until ready)")
+        # --no-wait: the command returns while the engine is still on its way.
+        print(f"{host}: {event.describe()}; returned without waiting for ready "
+              f"(--no-wait): `specconsole status {host}` says when it is")  # fmt: skip
         return 0
     if event.state == "ready":
         print(f"{host}: ready")
@@ -295,7 +297,11 @@ def _register_service_commands(host_command: HostCommand) -> None:
         ("restart", cmd_restart, "Stop and start the engine service."),
     ):
         p = host_command(name, text)
-        p.add_argument("--wait", action="store_true", help="follow it until ready or failed")
+        # Followed to ready by default, as an operator expects of "start"; --no-wait
+        # returns at once (and says so).
+        p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                       help="follow it until ready or failed (default; --no-wait returns "
+                            "while it starts)")  # fmt: skip
         wait_options(p)
         p.set_defaults(func=func)
 

@@ -121,6 +121,9 @@ class BaselineProfile(_Strict):
         return list(dict.fromkeys(kinds))
 
 
+DEFAULT_STATE_DIR = "~/.local/state/specconsole"  # XDG's default state home, on any host
+
+
 class HostProfile(_Strict):
     name: str
     engine: EngineKind = "builtin"
@@ -131,7 +134,8 @@ class HostProfile(_Strict):
     model_path: str | None = None
     draft_model_path: str | None = None
     service: str | None = None  # service name on the host; default: the profile name
-    state_dir: str = "~/.local/state/specconsole"  # on the host
+    # On the host; on this machine the default honours XDG_STATE_HOME (service/launch.py).
+    state_dir: str = DEFAULT_STATE_DIR
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     baseline: BaselineProfile = Field(default_factory=BaselineProfile)
 

@@ -85,6 +85,26 @@ async def sweep_for(
     return Sweep(tuple(result.samples), host, limit, source, profile), source
 
 
+async def _facts(session: MeasureSession, args: argparse.Namespace, needed: list[str]) -> Any:
+    """The engine's facts; for typed figures with the engine down and a sweep of the
+    launch config's flags stored, the launch config's (a typed figure against a stored
+    sweep needs no engine). Otherwise the engine's own sentence: it is not ready."""
+    try:
+        return await session.facts()
+    except MeasureError:
+        if args.observed is None or args.fresh or session.store is None:
+            raise
+        facts = await session.configured_facts()
+        host = session.service.profile.name
+        stored = await session.store.latest_sweep(host, flags_hash=facts.flags_hash,
+                                                  text_types=needed)  # fmt: skip
+        if stored is None:
+            raise
+    err("  the engine is down: the model comes from the stored sweep of the launch "
+        "config's flags (the context limit is not checked)")  # fmt: skip
+    return facts
+
+
 async def cmd_diagnose(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         session = measure_session(service, args)
@@ -93,12 +113,12 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
             live = await stored_live_window(session.store, service.profile.name, args.window)
         elif args.context is None:
             raise MeasureError("Pass --context (the prompt length, in tokens, of the figure).")
-        facts = await session.facts()
-        _refuse_beyond(_typed(args), 1, facts.context_limit)  # nothing fits: say so first
         # With live figures the text is inferred unless given; these are only what the
         # sweep must cover.
         text = args.text or "prose"
         needed = sorted({text, args.baseline_text or text})
+        facts = await _facts(session, args, needed)
+        _refuse_beyond(_typed(args), 1, facts.context_limit)  # nothing fits: say so first
         reach = max(args.context or (live.context if live else 0), args.baseline_context or 0)
         sweep, source = await sweep_for(session, args, needed, reach)
         _refuse_beyond(_typed(args), sweep.output_tokens(), sweep.context_limit)

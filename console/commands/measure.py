@@ -16,6 +16,7 @@ from typing import Any
 from console.analysis import format as fmt
 from console.analysis.decompose import ThroughputModel
 from console.analysis.records import RequestSample
+from console.analysis.repeat_rule import repeat_rule
 from console.analysis.round_curve import sample_curve
 from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
 from console.analysis.stats import PointSummary, Spread, spread
@@ -75,20 +76,7 @@ def sample_target(args: argparse.Namespace, *, default_min: int = 3) -> SampleTa
     tok/s interval is that narrow (at least `--repeat`, at most `--max-repeat`); an
     explicit `--repeat` alone, or `--target-rel 0`, is exactly that many; neither is the
     default target."""
-    rel, repeat = args.target_rel, args.repeat
-    least = repeat if repeat is not None else default_min
-    if least < 1:
-        raise ConsoleError(f"--repeat must be at least 1, not {least}.")
-    if rel == 0 or (rel is None and repeat is not None):
-        return SampleTarget.fixed(least)
-    try:
-        return SampleTarget(
-            target_rel=TARGET_REL if rel is None else rel,
-            max_repeat=max(args.max_repeat, least),
-            min_repeat=least,
-        )
-    except ValueError as exc:
-        raise ConsoleError(str(exc)) from None
+    return repeat_rule(args.repeat, args.target_rel, args.max_repeat, default_min=default_min)
 
 
 def add_sample_options(p: argparse.ArgumentParser) -> None:

@@ -148,6 +148,18 @@ class MeasureSession:
         )
         return self._facts
 
+    async def configured_facts(self) -> EngineFacts:
+        """The facts a stopped engine still has, for work on stored runs only (a typed
+        figure against a stored sweep): the launch config's flags and their hash (what
+        `facts` hashes too); the context limit, version and model are the running
+        engine's to report, so None."""
+        if self._facts is None:
+            flags = dict((await self.service.current_config()).flags)
+            self._facts = EngineFacts(engine=self.engine, flags=flags,
+                                      flags_hash=flags_hash(flags), context_limit=None,
+                                      version=None, model=None)  # fmt: skip
+        return self._facts
+
     def check_fits(self, facts: EngineFacts, context: int, max_tokens: int) -> None:
         """Refuse a point above the engine's context length before anything is sent."""
         if facts.context_limit is not None and context + max_tokens > facts.context_limit:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from console.config import FlagValue, HostProfile
+from console.config import DEFAULT_STATE_DIR, FlagValue, HostProfile
 from console.errors import ServiceError
 from console.transport.base import Transport, expand_path
 
@@ -68,6 +69,16 @@ class LaunchConfig:
         return LaunchConfig(self.engine, self.flags, self.argv, self.env, self.workdir, now)
 
 
+async def state_base(transport: Transport, profile: HostProfile) -> str:
+    """The directory a profile's service state lives under: its `state_dir`, `~`
+    expanded on the host; for the default on this machine, `$XDG_STATE_HOME/specconsole`
+    when XDG_STATE_HOME is set (an absolute path, as the XDG spec requires)."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if profile.ssh is None and profile.state_dir == DEFAULT_STATE_DIR and xdg.startswith("/"):
+        return posixpath.join(xdg, "specconsole")
+    return await expand_path(transport, profile.state_dir)
+
+
 class ServiceFiles:
     """Paths of one service's state on its host (`~` expanded against the host)."""
 
@@ -76,8 +87,7 @@ class ServiceFiles:
 
     @classmethod
     async def for_profile(cls, transport: Transport, profile: HostProfile) -> ServiceFiles:
-        base = await expand_path(transport, profile.state_dir)
-        return cls(posixpath.join(base, profile.service_name))
+        return cls(posixpath.join(await state_base(transport, profile), profile.service_name))
 
     def path(self, name: str) -> str:
         return posixpath.join(self.dir, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.errors import ConsoleError
 from console.experiments.breakeven import run_breakeven
 from console.measure import methods
 from console.tui import keys, messages
@@ -43,8 +44,22 @@ class MeasureRequests:
         answer(request, messages.ActionRefused(what))
         return True
 
+    def _with_prompts(self, request: Any, what: str) -> bool:
+        """`--prompts`: add the request's file of extra texts to the session's library,
+        as `specconsole`'s `measure_session` does; a file it cannot use refuses the
+        request with the library's one sentence."""
+        if not request.prompts:
+            return True
+        try:
+            self.live.measure_session().library.extend_from_file(request.prompts)
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            answer(request, messages.ActionRefused(what))
+            return False
+        return True
+
     def on_run_prompt(self, request: messages.RunPrompt) -> None:
-        if self._engine_not_ready(request, "prompt"):
+        if self._engine_not_ready(request, "prompt") or not self._with_prompts(request, "prompt"):
             return
         measure, kwargs = self.live.measure_session, request.request
         self.runner.run_request(
@@ -56,6 +71,8 @@ class MeasureRequests:
 
     def on_run_sweep(self, request: messages.RunSweep) -> None:
         if self._engine_not_ready(request, request.kind):
+            return
+        if not self._with_prompts(request, request.kind):
             return
         kind, measure, kwargs = request.kind, self.live.measure_session, request.params
         run = getattr(methods, METHOD_CALLS[kind])
@@ -70,6 +87,8 @@ class MeasureRequests:
         """`specconsole breakeven`: speculation on, off and back, per context. Not a
         launch for cancel's sake: the experiment restores the flags itself."""
         if self._engine_not_ready(request, "break-even"):
+            return
+        if not self._with_prompts(request, "break-even"):
             return
         measure, kwargs = self.live.measure_session, request.params
         self.runner.run_request(

@@ -73,30 +73,34 @@ class ApplyFlags(Request):
 
 
 class RunPrompt(Request):
-    """One `methods.probe` call with these keyword arguments; answered with `PromptRan`."""
+    """One `methods.probe` call with these keyword arguments; answered with `PromptRan`.
+    `prompts` is `--prompts`: a file of extra texts the session's library adds first."""
 
-    def __init__(self, request: dict[str, Any]) -> None:
+    def __init__(self, request: dict[str, Any], *, prompts: str = "") -> None:
         super().__init__()
         self.request = request
+        self.prompts = prompts
 
 
 class RunSweep(Request):
     """A context or output sweep, a two-point or a stream check (`kind`) with these
-    keyword arguments; answered with `SweepRan`."""
+    keyword arguments (and `--prompts`' file, as `RunPrompt`); answered with `SweepRan`."""
 
-    def __init__(self, kind: str, params: dict[str, Any]) -> None:
+    def __init__(self, kind: str, params: dict[str, Any], *, prompts: str = "") -> None:
         super().__init__()
         self.kind = kind
         self.params = params
+        self.prompts = prompts
 
 
 class RunBreakeven(Request):
     """`breakeven.run_breakeven` with these keyword arguments; answered with
-    `BreakevenRan`."""
+    `BreakevenRan` (`prompts` as `RunPrompt`'s)."""
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: dict[str, Any], *, prompts: str = "") -> None:
         super().__init__()
         self.params = params
+        self.prompts = prompts
 
 
 class ConfirmAndRun(Request):

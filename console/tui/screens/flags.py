@@ -12,8 +12,6 @@ and after and the two lined up (`measure.baseline`, as `specconsole set --baseli
 
 from __future__ import annotations
 
-import asyncio
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,14 +21,16 @@ from textual.widgets import Button, DataTable, Input, Static
 
 from console.backends.schema import FlagSpec
 from console.config import FlagValue
-from console.errors import ConsoleError, one_line
+from console.errors import ConsoleError
 from console.service.flag_view import FlagRow, FlagView, kind_text, read_flag_view, value_text
 from console.tui import keys
 from console.tui.messages import ApplyFlags, ConfirmAndRun, FlagsApplied, FlagsPlanned, PlanFlags
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.flags_baseline import compose_settings, read_settings, wants_baseline
+from console.tui.screens.flags_check import FlagChecks
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
+from console.tui.widgets.flag_title import FlagTitle
 from console.tui.widgets.tick_box import TickBox
 
 # Values are never cut; the name is shown whole where the row has room: the type and
@@ -42,8 +42,6 @@ FLAG_COLUMNS = (
     Col("type", flex=True, min_width=4, yields=True),  # both shown whole in the panel
     Col("default", flex=True, min_width=7, yields=True),
 )
-
-CHECK_DELAY_S = 0.25  # wait for typing to pause before asking the service
 
 
 def matches(spec: FlagSpec, query: str) -> bool:
@@ -68,7 +66,7 @@ def shown_value(row: FlagRow | None, current: FlagValue | None) -> tuple[str, st
     return "", "default"
 
 
-class FlagsScreen(ViewScreen):
+class FlagsScreen(FlagChecks, ViewScreen):
     BINDINGS = keys.bindings("flags")
     KEY_SCOPE = "flags"
     HOME = "#flag-table"
@@ -78,8 +76,9 @@ class FlagsScreen(ViewScreen):
         with Horizontal(id="flag-main"):
             yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
+                yield FlagTitle(id="flag-title")
                 yield Static("", id="flag-help")
-                yield Input(placeholder="new value (empty = engine default)", id="flag-value")
+                yield Input(placeholder="new value (blank: default)", id="flag-value")
                 yield Static("", id="flag-check")
         with Vertical(id="flag-pending", classes="panel"):
             # The edits scroll; the buttons and baseline settings below stay in view.
@@ -87,11 +86,13 @@ class FlagsScreen(ViewScreen):
                 yield Static("No staged edits. Select a flag, type a value, Enter stages it.",
                              id="pending-text")  # fmt: skip
             with Horizontal(id="flag-actions", classes="action-row"):
+                # Enter in the value box, for the mouse: stage the typed value.
+                yield Button("Stage", id="flag-stage-button", compact=True)
                 yield Button("Review & apply", id="flag-apply-button", variant="primary",
                              compact=True)  # fmt: skip
                 yield Button("Discard", id="flag-discard-button", compact=True)
                 # The tuning loop: the same short baseline before and after the restart.
-                yield TickBox("baseline before/after",
+                yield TickBox("before/after",
                               id="flag-baseline")  # fmt: skip
             yield from compose_settings()
 
@@ -101,9 +102,11 @@ class FlagsScreen(ViewScreen):
         self.staged: dict[str, str | None] = {}
         self.show_all = False
         self.selected: str | None = None
+        self._loaded = ""  # what the value box was last loaded with (not typed)
         self.query_one("#flag-editor").border_title = "flag"
         self.query_one("#flag-pending").border_title = "staged edits"
         for button_id, key_id, label in (
+            ("flag-stage-button", "flags-edit", "Stage"),
             ("flag-apply-button", "flags-apply", "Review & apply"),
             ("flag-discard-button", "flags-discard", "Discard"),
         ):
@@ -194,8 +197,8 @@ class FlagsScreen(ViewScreen):
             return
         self.selected = name
         spec = self.specs[name]
+        self.query_one("#flag-title", FlagTitle).flag = spec.name
         text = Text()
-        text.append(f"--{spec.name}\n", style="bold")
         text.append(f"type {kind_text(spec)}, default {spec.default or '-'}\n")
         if spec.choices:
             text.append(f"choices: {', '.join(spec.choices)} (→ completes)\n")
@@ -214,8 +217,15 @@ class FlagsScreen(ViewScreen):
         options = list(spec.choices or ()) or (["true", "false"] if spec.type == "bool" else [])
         # Choices complete inline (→ accepts), as a shell completes a flag's values.
         box.suggester = SuggestFromList(options, case_sensitive=False) if options else None
+        if box.has_focus and box.value != self._loaded:
+            # Typed before this highlight was handled (a click on the row, then on the box
+            # and typing at once, reach the box before the screen sees the row change):
+            # the typed text is for this flag; check it rather than load over it.
+            self._check(self._change_for(name, box.value), stage=None)
+            return
         with box.prevent(Input.Changed):
             box.value = value or ""
+        self._loaded = box.value
         self.query_one("#flag-check", Static).update("")
 
     def _change_for(self, name: str, value: str) -> dict[str, str | None]:
@@ -228,34 +238,14 @@ class FlagsScreen(ViewScreen):
 
     @on(Input.Submitted, "#flag-value")
     def _submitted(self, event: Input.Submitted) -> None:
-        if self.selected is not None:
-            changes = self._change_for(self.selected, event.value)
-            self._check(changes, stage=self.selected, delay=False)
+        self.stage_typed(event.value)
 
-    @work(group="flag-check", exclusive=True, exit_on_error=False, description="check flag")
-    async def _check(
-        self, changes: dict[str, str | None], stage: str | None, delay: bool = True
-    ) -> None:
-        if delay:
-            await asyncio.sleep(CHECK_DELAY_S)
-        check = self.query_one("#flag-check", Static)
+    @on(Button.Pressed, "#flag-stage-button")
+    def _stage_pressed(self) -> None:
+        # Read the box once it has handled the keys already sent to it: a click right
+        # after typing reaches the button before the box has typed them all.
         box = self.query_one("#flag-value", Input)
-        try:
-            plan = await self.session.service.plan(changes)  # type: ignore[union-attr]
-        except ConsoleError as exc:
-            box.add_class("bad-value")
-            check.update(Text(f"✗ {exc}", style=self.app.theme_variables.get("error", "red")))
-            return
-        except Exception as exc:
-            check.update(Text(f"✗ {one_line(exc)}"))
-            return
-        box.remove_class("bad-value")
-        check.update(Text("✓ valid" + ("" if plan.changed else " (no change)"),
-                          style=self.app.theme_variables.get("success", "green")))  # fmt: skip
-        if stage is not None:
-            self.staged[stage] = changes[stage]
-            self._fill_table()
-            self.query_one("#flag-table", DataTable).focus()
+        box.call_later(lambda: self.stage_typed(box.value))
 
     def _show_pending(self) -> None:
         text = self.query_one("#pending-text", Static)

@@ -23,7 +23,7 @@ from console.errors import ConsoleError
 from console.experiments.explain import RunsExplained, explain_runs
 from console.store import StoredRun, compare, export_csv, export_json
 from console.store.compare import RunComparison
-from console.store.compare_text import comparison_lines
+from console.store.compare_text import FIGURE_TEXT, comparison_lines
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.fitted_table import Col, FittedTable
@@ -77,9 +77,31 @@ def params_text(params: dict) -> str:
     return "; ".join(f"{k} {value(v)}" for k, v in params.items()) or "(none)"
 
 
-def compare_text(result: RunComparison) -> Text:
-    """Two runs side by side: the same text `specconsole history compare` prints."""
-    return Text("\n".join(comparison_lines(result)))
+# A comparison's rows, one per figure per shared point: the change with its interval
+# comes before the two runs' figures, so at 80 columns, where "A → B" is dropped whole,
+# the finding is still on the row (never wrapped onto two, never cut mid-number).
+COMPARE_COLUMNS = (Col("context"), Col("text", flex=True, min_width=5), Col("figure"),
+                   Col("change [95%]"), Col("A → B", optional=True),
+                   Col("n A/B", optional=True))  # fmt: skip
+
+
+def compare_parts(result: RunComparison) -> tuple[str, list[tuple[tuple, None]], str]:
+    """The comparison `specconsole history compare` prints, as (the lines before its
+    table, the table's rows, the lines after): the same cells (the same formatters and
+    change text), in a table that fits the panel instead of text rows that wrap."""
+    lines = comparison_lines(result)
+    at = next((i for i, line in enumerate(lines) if line.startswith("CONTEXT")), None)
+    if at is None:
+        return "\n".join(lines), [], ""
+    rows = []
+    for point in result.points:
+        for pair in point.figures:
+            label, figure = FIGURE_TEXT[pair.name]
+            a, b = fmt.interval(pair.a_interval, figure), fmt.interval(pair.b_interval, figure)
+            rows.append(((str(point.context_tokens), point.text_type, label,
+                          pair.change_text(), f"{a} → {b}", f"{point.n_a}/{point.n_b}"),
+                         None))  # fmt: skip
+    return "\n".join(lines[:at]), rows, "\n".join(lines[at + 1 :])
 
 
 def explain_text(explained: RunsExplained) -> Text:
@@ -101,9 +123,10 @@ def run_text(run: StoredRun) -> Text:
     text.append(f"{run.info.kind}: {params_text(run.info.params)}\n", style="dim")
     points = summarize(run.requests)
     if points:
+        # The note on its own line: beside the header it made the header wrap at 80.
+        text.append("pooled per point, [95% interval]\n", style="dim")
         text.append(
-            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms"
-            "  (pooled [95% interval])\n",
+            f"{'text':<10}{'ctx':>6}{'out':>6}{'n':>3}  {'tok/s':<20}{'commit':<18}step ms\n",
             style="bold",
         )
         for p in points:
@@ -125,6 +148,10 @@ class HistoryScreen(ViewScreen):
     BINDINGS = keys.bindings("history")
     KEY_SCOPE = "history"
     HOME = "#hist-runs"
+    DEFAULT_CSS = """
+    HistoryScreen #hist-table { height: auto; display: none; }
+    HistoryScreen #hist-table.-shown { display: block; }
+    """
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="hist-top"):
@@ -138,6 +165,9 @@ class HistoryScreen(ViewScreen):
         yield FittedTable(RUN_COLUMNS, id="hist-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="hist-detail", classes="panel"):
             yield Static("", id="hist-text")
+            # A comparison's table: one row a line at every width.
+            yield FittedTable(COMPARE_COLUMNS, id="hist-table", show_cursor=False)
+            yield Static("", id="hist-after")
 
     def on_mount(self) -> None:
         self.runs: list[StoredRun] = []
@@ -186,7 +216,7 @@ class HistoryScreen(ViewScreen):
         table.set_rows([(run_cells(run, run.id in self.marked), str(run.id)) for run in shown])
         self.query_one("#hist-count", Static).update(f"{len(shown)}/{len(self.runs)} runs")
         if not self.runs:
-            self.query_one("#hist-text", Static).update(
+            self._detail(
                 "No stored runs yet: the prompt lab (p) and sweeps (w) store every run here."
             )
 
@@ -247,9 +277,18 @@ class HistoryScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#hist-text", Static).update(run_text(run))
+        self._detail(run_text(run))
         # The title names what the panel shows: this run, not an earlier comparison.
         self.query_one("#hist-detail").border_title = f"run {run.id} ({run.info.kind})"
+
+    def _detail(self, text: Text | str, rows: list | None = None, after: str = "") -> None:
+        """Show `text` in the detail panel, and a comparison's table `rows` and `after`."""
+        # Text, never markup: "[95% interval]" in a comparison is words, not a style.
+        self.query_one("#hist-text", Static).update(Text(text) if isinstance(text, str) else text)
+        table = self.query_one("#hist-table", FittedTable)
+        table.set_rows(rows or [])
+        table.set_class(bool(rows), "-shown")
+        self.query_one("#hist-after", Static).update(Text(after))
 
     def action_mark(self) -> None:
         run_id = self._current_id()
@@ -275,7 +314,7 @@ class HistoryScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#hist-text", Static).update(compare_text(compare(a, b)))
+        self._detail(*compare_parts(compare(a, b)))
         self.query_one("#hist-detail").border_title = f"run {a.id} (A) vs run {b.id} (B)"
 
     @work(group="history-compare", exclusive=True, exit_on_error=False)
@@ -291,7 +330,7 @@ class HistoryScreen(ViewScreen):
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#hist-text", Static).update(explain_text(explained))
+        self._detail(explain_text(explained))
         self.query_one("#hist-detail").border_title = f"run {b.id} explained against run {a.id}"
 
     @work(group="history-export", exclusive=True, exit_on_error=False)

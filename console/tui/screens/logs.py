@@ -93,7 +93,7 @@ class LogsScreen(ViewScreen):
     def add_line(self, line: str) -> None:
         self.lines.append(line)
         if visible(line, self.include, self.exclude):
-            self.query_one("#log", RichLog).write(line, scroll_end=not self.paused)
+            self.query_one("#log", FollowLog).write_line(line, scroll_end=not self.paused)
         self._update_state()
 
     @on(FollowLog.ScrolledAway)
@@ -124,11 +124,11 @@ class LogsScreen(ViewScreen):
         self.query_one("#log", RichLog).focus()
 
     def redraw(self) -> None:
-        log = self.query_one("#log", RichLog)
+        log = self.query_one("#log", FollowLog)
         log.clear()
         for line in self.lines:
             if visible(line, self.include, self.exclude):
-                log.write(line, scroll_end=False)
+                log.write_line(line, scroll_end=False)
         if not self.paused:
             log.scroll_end(animate=False)
         self._update_state()

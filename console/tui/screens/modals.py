@@ -55,11 +55,10 @@ class InfoScreen(ModalScreen[None]):
 
     BINDINGS = keys.bindings("info")
     AUTO_FOCUS = "#ok"
-    # A before/after table is wider than a question: as wide as the terminal allows, so
-    # each row stays on one line (it scrolls sideways where even that is too narrow).
+    # A before/after table is wider than a question: as wide as the terminal allows (its
+    # width is in app.tcss, where .dialog would override it), so each row stays on one
+    # line; it scrolls sideways where even that is too narrow.
     DEFAULT_CSS = """
-    InfoScreen #dialog { width: 98%; max-width: 98%; }
-    InfoScreen #detail { max-height: 80%; }
     InfoScreen #info-body { width: auto; }
     """
 

@@ -43,7 +43,7 @@ from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
 # The form's fields, remembered per host (form_memory) as the sweeps form's are.
-FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat")
+FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat", "#lab-prompts")
 FORM_TICKS = ("#lab-ignore-eos", "#lab-stream")
 # Figures are as wide as their widest cell ("128/128" whole); the text type and how each
 # figure was measured give way with an ellipsis, the finish reason is dropped before that.
@@ -152,7 +152,10 @@ class PromptLabScreen(ViewScreen):
             yield field("prompt", Select(types, value="code", allow_blank=False, id="lab-type"))
             yield field("context (tokens)", Input("256", id="lab-context"))
             yield field("max tokens", Input("128", id="lab-max"))
-            yield field("repeat", Input("1", id="lab-repeat"))
+            yield field("repeat", Input("1", id="lab-repeat"), narrow=True)
+            # `--prompts`: a .txt (one type) or .jsonl of extra texts; its types join the
+            # prompt select when the field is left or Enter is pressed.
+            yield field("prompt file", Input("", placeholder="optional", id="lab-prompts"))
             with Vertical(classes="field-checks"):
                 yield TickBox("ignore_eos", True, id="lab-ignore-eos")
                 yield TickBox("stream", False, id="lab-stream")
@@ -186,13 +189,14 @@ class PromptLabScreen(ViewScreen):
 
     def _restore_form(self) -> None:
         saved = load_form(self.session.host or "", "prompt")
+        for selector in FORM_FIELDS:
+            if isinstance(saved.get(selector), str):
+                self.query_one(selector, Input).value = saved[selector]
+        self._offer_types()  # a remembered prompt file's types, before the select's value
         kind = saved.get("#lab-type")
         select = self.query_one("#lab-type", Select)
         if kind is not None and kind in [value for _label, value in select._options]:
             select.value = kind
-        for selector in FORM_FIELDS:
-            if isinstance(saved.get(selector), str):
-                self.query_one(selector, Input).value = saved[selector]
         for selector in FORM_TICKS:
             if selector in saved:
                 self.query_one(selector, TickBox).value = saved[selector] == "1"
@@ -218,6 +222,33 @@ class PromptLabScreen(ViewScreen):
 
     def action_leave_field(self) -> None:
         self.leave_form()
+
+    @on(Input.Submitted, "#lab-prompts")
+    @on(Input.Blurred, "#lab-prompts")
+    def _prompt_file_given(self) -> None:
+        self._offer_types(notify=True)
+
+    def _offer_types(self, notify: bool = False) -> None:
+        """The prompt select offers the builtin types and the prompt file's (read as the
+        run will read it, `PromptLibrary.extend_from_file`)."""
+        library, path = PromptLibrary.builtin(), self.prompt_file()
+        if path:
+            try:
+                library.extend_from_file(path)
+            except ConsoleError as exc:
+                if notify:
+                    self.notify(str(exc), severity="error")
+        select = self.query_one("#lab-type", Select)
+        options = [(t, t) for t in library.types] + [("typed prompt", TYPED)]
+        if [value for _label, value in select._options] == [v for _l, v in options]:
+            return
+        keep = select.value
+        select.set_options(options)
+        if keep in dict(options).values():
+            select.value = keep
+
+    def prompt_file(self) -> str:
+        return self.query_one("#lab-prompts", Input).value.strip()
 
     def _request(self) -> dict:
         kind = self.query_one("#lab-type", Select).value
@@ -250,7 +281,7 @@ class PromptLabScreen(ViewScreen):
         bar.display = True
         bar.update(total=request["repeat"], progress=0)
         self.leave_form()  # C must cancel the run, not type into a field
-        self.request(RunPrompt(request))
+        self.request(RunPrompt(request, prompts=self.prompt_file()))
 
     def on_action_refused(self, message: ActionRefused) -> None:
         self.query_one("#lab-progress").display = False

@@ -16,6 +16,7 @@ from textual.widgets import Button, RichLog, Static
 from console.tui.messages import EngineActionName, RunAction
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_state
+from console.tui.widgets.line_log import LineLog
 from console.tui.widgets.status_bar import state_text
 
 BUTTON_ACTIONS: dict[str, EngineActionName] = {
@@ -39,7 +40,8 @@ class ServiceScreen(ViewScreen):
                 yield Button("Roll back (B)", id="svc-rollback")
         with Vertical(id="svc-failure", classes="panel"):
             yield Static("", id="failure-head")
-            yield RichLog(id="failure-log", markup=False, highlight=False, wrap=False)
+            # The engine's last lines: each a line, cut with "…" where the panel is narrow.
+            yield LineLog(id="failure-log", markup=False, highlight=False, wrap=False)
         yield RichLog(id="svc-events", markup=False, highlight=False, wrap=True)
 
     def on_mount(self) -> None:
@@ -125,10 +127,10 @@ class ServiceScreen(ViewScreen):
             head.append(f"Press {rollback} to roll back to the last-good flags, or {start} to "
                         "start again.")  # fmt: skip
             self.query_one("#failure-head", Static).update(head)
-            log = self.query_one("#failure-log", RichLog)
+            log = self.query_one("#failure-log", LineLog)
             log.clear()
             for line in tail[-30:]:
-                log.write(line)
+                log.write_line(line)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         action = BUTTON_ACTIONS.get(event.button.id or "")

@@ -42,7 +42,10 @@ POINT_COLUMNS = (Col("text", flex=True, min_width=5), Col("tokens"), Col("n", op
                  Col("tok/s"),
                  Col("commit"), Col("step ms"))  # fmt: skip
 # The sweep form's fields, remembered per host so a reconnect keeps what was typed.
-FORM_FIELDS = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat")
+FORM_FIELDS = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat",
+               "#sweep-target", "#sweep-max", "#sweep-prompts")  # fmt: skip
+# What each method reads of the form, in `method_params`' order.
+METHOD_FIELDS = FORM_FIELDS[:6]
 # The action buttons under the form: (id, key id, label).
 BUTTONS = (
     ("sweep-run-button", "sweep-run", "Run sweep"),
@@ -90,16 +93,22 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        with Horizontal(id="sweep-form", classes="panel"):
-            kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
-            yield field("method", kind)
-            yield field(
-                "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
-            )
-            yield field("output tokens", Input("64", id="sweep-outputs"))
-            yield field("text types", Input("code,prose", id="sweep-types"))
-            # Blank: repeat until each point's interval is narrow (the CLI's default).
-            yield field("repeat", Input("", placeholder="auto", id="sweep-repeat"))
+        with Vertical(id="sweep-form", classes="panel"):
+            with Horizontal(id="sweep-fields"):
+                kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
+                yield field("method", kind)
+                yield field(
+                    "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
+                )
+                yield field("output tokens", Input("64", id="sweep-outputs"))
+                yield field("text types", Input("code,prose", id="sweep-types"))
+            # How many requests a point (blank: the CLI's default, repeat until each
+            # point's interval is within ± 5%), and `--prompts`' extra texts.
+            with Horizontal(id="sweep-sampling", classes="verdict-form"):
+                yield from inline_field("repeat", "auto", "sweep-repeat")
+                yield from inline_field("± target", "5%", "sweep-target")
+                yield from inline_field("max repeat", "10", "sweep-max")
+                yield from inline_field("prompt file", "optional", "sweep-prompts")
         with Horizontal(id="sweep-progress-row", classes="action-row"):
             for button_id, _key_id, label in BUTTONS:
                 variant = "primary" if button_id == "sweep-run-button" else "default"
@@ -212,8 +221,12 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
 
     def _params(self) -> tuple[str, dict]:
         kind = str(self.query_one("#sweep-kind", Select).value)
-        fields = ("#sweep-contexts", "#sweep-outputs", "#sweep-types", "#sweep-repeat")
-        return kind, method_params(kind, *(self.query_one(f, Input).value for f in fields))
+        values = (self.query_one(f, Input).value for f in METHOD_FIELDS)
+        return kind, method_params(kind, *values)
+
+    def prompt_file(self) -> str:
+        """`--prompts`: the file of extra texts the run's library adds ("" for none)."""
+        return self.query_one("#sweep-prompts", Input).value.strip()
 
     def action_run_method(self, kind: str) -> None:
         """Run `kind` (the palette's two-point and stream check) with the form's fields."""
@@ -233,7 +246,7 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
         bar.update(total=None, progress=0)
         self.query_one("#sweep-note", Static).update("warming up…")
         self.leave_form()  # C must cancel the sweep, not type into the repeat field
-        self.request(RunSweep(kind, params))  # type: ignore[arg-type]
+        self.request(RunSweep(kind, params, prompts=self.prompt_file()))  # type: ignore[arg-type]
 
     def on_action_progress(self, message: ActionProgress) -> None:
         bar = self.query_one("#sweep-progress", ProgressBar)

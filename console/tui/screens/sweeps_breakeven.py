@@ -21,6 +21,7 @@ from console.errors import ConsoleError
 from console.experiments import breakeven
 from console.numbers import parse_count, parse_counts
 from console.tui.messages import BreakevenRan, RunBreakeven
+from console.tui.screens.sweeps_methods import fixed_only
 
 BREAKEVEN_RUNS = 3  # the newest break-even runs shown
 DEFAULT_REPEAT = 3  # `specconsole breakeven --repeat`'s default
@@ -64,9 +65,12 @@ def breakeven_line(run_id: int | None, rows: list) -> str:
     return f"break-even run {run_id}: {cells}; taller window: table"
 
 
-def breakeven_params(contexts: str, outputs: str, types: str, repeat: str) -> dict:
+def breakeven_params(
+    contexts: str, outputs: str, types: str, repeat: str, target: str = "", most: str = ""
+) -> dict:
     """The sweep form's fields as `run_breakeven` takes them (one output; the first
-    text type listed)."""
+    text type listed; a fixed repeat, as `breakeven --repeat`)."""
+    fixed_only("Break-even", target, most)
     output = parse_counts(outputs, "Output tokens")
     # One text type, as `breakeven --text`: the form's first (its default lists two).
     names = [t.strip() for t in types.split(",") if t.strip()][:1] or ["code"]
@@ -118,7 +122,7 @@ class BreakevenPanel:
             self.notify("Break-even runs over contexts: choose the context sweep.")  # type: ignore[attr-defined]
             return
         try:
-            fields = ("contexts", "outputs", "types", "repeat")
+            fields = ("contexts", "outputs", "types", "repeat", "target", "max")
             params = breakeven_params(*(q(f"#sweep-{n}", Input).value for n in fields))
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")  # type: ignore[attr-defined]
@@ -130,7 +134,7 @@ class BreakevenPanel:
             f"break-even on {params['text_type']} text: speculation on, then off, then on…"
         )
         self.leave_form()  # type: ignore[attr-defined]
-        self.request(RunBreakeven(params))  # type: ignore[attr-defined]
+        self.request(RunBreakeven(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
 
     def on_breakeven_ran(self, message: BreakevenRan) -> None:
         result = message.result

@@ -9,13 +9,17 @@ method select says which measurement Run starts:
   two-point     one context, the two output lengths N1,N2, one text type (`twopoint`)
   stream check  one context, one output length, one text type (`streamcheck`)
 
-Blank repeat is each command's own default.
+Blank repeat is each command's own default. The context sweep also takes `sweep`'s
+`--target-rel` and `--max-repeat` (the "± target" and "max repeat" fields), read by the
+CLI's own rule (`analysis.repeat_rule`); the other methods repeat a fixed count, as their
+commands do, so a typed target there is refused instead of ignored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from console.analysis.repeat_rule import parse_fraction, repeat_rule
 from console.analysis.sample_size import SampleTarget
 from console.errors import ConsoleError
 from console.experiments.method_lines import stream_check_lines, two_point_lines
@@ -35,14 +39,24 @@ def type_list(text: str) -> list[str]:
     return names
 
 
-def sweep_repeat(text: str) -> tuple[int, SampleTarget | None]:
-    """(repeat, target) as `specconsole sweep` takes them: blank is its default, repeat
-    each point until its tok/s interval is narrow (`SampleTarget()`, at least 3, at
-    most 10); a number is exactly that many repeats."""
-    if not text.strip():
-        return 1, SampleTarget()
-    repeat = parse_count(text, "Repeat")
-    return repeat, SampleTarget.fixed(repeat)
+def sweep_repeat(text: str, target: str = "", most: str = "") -> tuple[int, SampleTarget]:
+    """(repeat, target) as `specconsole sweep` takes `--repeat`, `--target-rel` and
+    `--max-repeat`: all blank is its default, repeat each point until its tok/s interval
+    is within ± 5% (at least 3, at most 10); a repeat alone is exactly that many."""
+    repeat = parse_count(text, "Repeat") if text.strip() else None
+    ceiling = parse_count(most, "Max repeat") if most.strip() else None
+    rule = repeat_rule(repeat, parse_fraction(target, "The ± target"), ceiling)
+    return repeat or 1, rule
+
+
+def fixed_only(method: str, target: str, most: str) -> None:
+    """Refuse a noise target where the method repeats a fixed count (its command has no
+    --target-rel): one sentence, instead of ignoring what was typed."""
+    if target.strip() or most.strip():
+        raise ConsoleError(
+            f"{method} repeats a fixed count (its command has no --target-rel): clear "
+            "± target and max repeat, or set repeat."
+        )
 
 
 def _one(values: list, what: str, method: str) -> Any:
@@ -51,18 +65,27 @@ def _one(values: list, what: str, method: str) -> Any:
     return values[0]
 
 
-def method_params(kind: str, contexts: str, outputs: str, types: str, repeat: str) -> dict:
+def method_params(
+    kind: str,
+    contexts: str,
+    outputs: str,
+    types: str,
+    repeat: str,
+    target: str = "",
+    most: str = "",
+) -> dict:
     """The form's fields as keyword arguments of the method `kind` runs; a ConsoleError
-    with one sentence for a bad or missing value."""
+    with one sentence for a bad or missing value."""  # fmt: skip
     ctx = parse_counts(contexts, "Contexts")
     out = parse_counts(outputs, "Output tokens")
     names = type_list(types)
     if kind == "context":
-        reps, target = sweep_repeat(repeat)
+        reps, rule = sweep_repeat(repeat, target, most)
         if len(out) != 1:
             raise ConsoleError("A context sweep takes one output length; list contexts instead.")
         return {"contexts": ctx, "output_tokens": out[0], "text_types": names,
-                "repeat": reps, "target": target}  # fmt: skip
+                "repeat": reps, "target": rule}  # fmt: skip
+    fixed_only({"output": "An output sweep"}.get(kind, kind.capitalize()), target, most)
     if kind == "output":
         if len(ctx) != 1:
             raise ConsoleError("An output sweep takes one context; list output lengths instead.")

@@ -120,23 +120,37 @@ class FittedTable(DataTable):
         return widths
 
     def _rebuild(self) -> None:
+        """Draw the rows again at the widths that fit now, the cursor where it was.
+
+        A rebuild is a redraw, not a move: the highlight events DataTable sends while it
+        refills (the first row added is highlighted, then the cursor moves back) are held
+        back, and one `RowHighlighted` says where the cursor ends. A screen that loads the
+        highlighted row into a form would otherwise, on every refill or resize, load
+        another row's value and then its own again over what was being typed (the
+        Flags view's value box lost the keys typed before each refill).
+        """
         if not self.is_mounted:
             return
         row = self.cursor_row
         widths = self._widths()
-        self.clear(columns=True)
-        for col, width in zip(self._cols, widths, strict=True):
-            if width is not None:
-                self.add_column(col.label, width=width)
-        for cells, key in self._rows:
-            fitted = [
-                ellipsize(str(cell), width) if col.flex and isinstance(cell, str) else cell
-                for cell, col, width in zip(cells, self._cols, widths, strict=False)
-                if width is not None
-            ]
-            self.add_row(*fitted, key=key)
-        if self.row_count:
-            self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+        with self.prevent(DataTable.RowHighlighted, DataTable.CellHighlighted):
+            self.clear(columns=True)
+            for col, width in zip(self._cols, widths, strict=True):
+                if width is not None:
+                    self.add_column(col.label, width=width)
+            for cells, key in self._rows:
+                fitted = [
+                    ellipsize(str(cell), width) if col.flex and isinstance(cell, str) else cell
+                    for cell, col, width in zip(cells, self._cols, widths, strict=False)
+                    if width is not None
+                ]
+                self.add_row(*fitted, key=key)
+            if self.row_count:
+                self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+        if self.row_count and self.cursor_type == "row" and self.show_cursor:
+            index = self.cursor_row
+            key = self.coordinate_to_cell_key((index, 0)).row_key
+            self.post_message(DataTable.RowHighlighted(self, index, key))
 
     def on_mount(self) -> None:
         self._rebuild()

@@ -3,16 +3,18 @@
 Following must pause the moment someone scrolls up to read (k9s, toolong), and must not
 pause because a burst of lines outran a deferred scroll. So the pause comes from the
 user's own scroll actions, posted as a message, never from comparing scroll offsets.
+A line too wide for the view ends in "…" (LineLog).
 """
 
 from __future__ import annotations
 
 from textual import events
 from textual.message import Message
-from textual.widgets import RichLog
+
+from console.tui.widgets.line_log import LineLog
 
 
-class FollowLog(RichLog):
+class FollowLog(LineLog):
     class ScrolledAway(Message):
         """The user scrolled up: stop following."""
 

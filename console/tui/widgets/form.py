@@ -10,8 +10,10 @@ from textual.widget import Widget
 from textual.widgets import Input, Label
 
 
-def field(label: str, widget: Widget, *, wide: bool = False) -> Vertical:
-    return Vertical(Label(label), widget, classes="field wide" if wide else "field")
+def field(label: str, widget: Widget, *, wide: bool = False, narrow: bool = False) -> Vertical:
+    """`narrow`: a field for a small number (a repeat count), leaving its room to others."""
+    classes = "field wide" if wide else "field narrow" if narrow else "field"
+    return Vertical(Label(label), widget, classes=classes)
 
 
 def inline_field(label: str, placeholder: str, input_id: str) -> Iterator[Widget]:

@@ -38,6 +38,11 @@ def _commands() -> dict[str, list[str]]:
 MEASURING = _commands()
 
 
+def test_nothing_is_left_for_later() -> None:
+    # Every option of every measuring command has its TUI place; the list of gaps is empty.
+    assert NOT_YET == {}
+
+
 def test_the_walk_finds_the_measurement_commands() -> None:
     # The rule must keep catching the known ones, or it would pass by finding none.
     assert {"prompt", "sweep", "twopoint", "streamcheck", "diagnose", "breakeven",
@@ -50,7 +55,7 @@ def test_each_cli_measurement_has_a_palette_entry_with_its_options(command: str)
     assert entry is not None, f"`specconsole {command}` has no TUI entry in cli_parity.py"
     palette = {s.id for s in keys.view_actions(MODE_SCOPE[entry.view])}
     assert entry.key_id in palette, f"{entry.key_id} is not a palette entry of {entry.view}"
-    placed = {*entry.options, *SESSION_OPTIONS, *NOT_YET}
+    placed = {*entry.options, *SESSION_OPTIONS}
     missing = [d for d in MEASURING[command] if d not in placed]
     assert not missing, f"`specconsole {command}` options with no TUI field: {missing}"
 
@@ -103,3 +108,50 @@ def test_break_even_reads_the_sweep_form_as_breakeven_does() -> None:
     assert breakeven_params("64", "64", "code", "5")["repeat"] == 5
     with pytest.raises(ConsoleError, match="one output length"):
         breakeven_params("64", "64,128", "code", "")
+
+
+REPEAT_CASES = [  # (--repeat, --target-rel, --max-repeat) as typed; "" is not given
+    ("", "", ""), ("4", "", ""), ("", "0.1", ""), ("", "10%", "6"), ("4", "0.02", "20"),
+    ("5", "0", ""), ("", "", "15"), ("12", "0.05", "8"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("repeat", "target", "most"), REPEAT_CASES)
+def test_the_sweep_form_and_the_flags_baseline_repeat_as_the_cli_does(
+    repeat: str, target: str, most: str
+) -> None:
+    """`sweep` / `set`'s --repeat, --target-rel, --max-repeat through the CLI's parser and
+    `sample_target`, against the same values typed into the sweep form and the Flags
+    view's baseline settings: the same SampleTarget (and repeat) every time."""
+    from console.commands.measure import sample_target
+    from console.tui.screens.flags_baseline import baseline_options
+    from console.tui.screens.sweeps_methods import method_params
+
+    argv = ["sweep", "local", "--contexts", "64,256"]
+    for flag, value in (("--repeat", repeat), ("--target-rel", target), ("--max-repeat", most)):
+        if value:
+            argv += [flag, str(float(value[:-1]) / 100) if value.endswith("%") else value]
+    args = build_parser().parse_args(argv)
+    cli = sample_target(args)
+    form = method_params("context", "64,256", "128", "code", repeat, target, most)
+    assert form["target"] == cli
+    assert form["repeat"] == (args.repeat or 1)  # what cmd_sweep passes as repeat
+    options = baseline_options("", "", "", repeat, target, most)
+    assert options.get("target", cli if not (repeat or target or most) else None) == cli
+
+
+def test_a_target_where_the_command_has_none_is_refused_not_ignored() -> None:
+    from console.errors import ConsoleError
+    from console.tui.screens.sweeps_breakeven import breakeven_params
+    from console.tui.screens.sweeps_methods import method_params
+
+    with pytest.raises(ConsoleError, match="fixed count"):
+        method_params("two-point", "256", "32,160", "code", "", "5%", "")
+    with pytest.raises(ConsoleError, match="fixed count"):
+        method_params("output", "256", "32,160", "code", "", "", "12")
+    with pytest.raises(ConsoleError, match="fixed count"):
+        breakeven_params("64,1024", "128", "code", "", "0.05", "")
+    with pytest.raises(ConsoleError, match="a fraction like"):
+        method_params("context", "64", "64", "code", "", "five", "")
+    with pytest.raises(ConsoleError, match="between 0 and 1"):
+        method_params("context", "64", "64", "code", "", "150%", "")

@@ -81,14 +81,26 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             assert "streamed" in row[9]
             assert lab.query_one("#lab-output").text  # the generated text
             assert "stored as run" in _text(app, "#lab-note")
-            # a library prompt, padded to an exact context; the dashboard lists both
-            lab.query_one("#lab-type").value = "code"
+            # --prompts: a .txt of extra text is a type named after the file, offered by
+            # the select once the field is left, and read from the session's library.
+            (tmp_path / "ops.txt").write_text("The operator restarts the engine and reads "
+                                              "the log for the ready line. " * 60)  # fmt: skip
+            _set(app, "#lab-prompts", str(tmp_path / "ops.txt"))
+            lab.query_one("#lab-prompts").focus()
+            await pilot.pause()
+            table_widget = lab.query_one("#lab-results")
+            table_widget.focus()  # leaving the field reads the file
+            kinds = lambda: [v for _label, v in lab.query_one("#lab-type")._options]  # noqa: E731
+            await _until(pilot, "the file's type offered", lambda: "ops" in kinds())
+            # a library prompt of that type, padded to an exact context; the dashboard
+            # lists both
+            lab.query_one("#lab-type").value = "ops"
             lab.query_one("#lab-stream").value = False
             _set(app, "#lab-context", "48")
             await pilot.press("ctrl+r")
             await _until(pilot, "library result", lambda: table.row_count == 2 and not app.running)
             # newest first, selected: the library prompt above the typed one
-            assert table.get_row_at(0)[:2] == ["code", "48"] and table.cursor_row == 0
+            assert table.get_row_at(0)[:2] == ["ops", "48"] and table.cursor_row == 0
             assert len(app.requests) == 2
             # each measured request also went through the live series to the charts
             await _until(pilot, "live samples", lambda: any(
@@ -118,6 +130,14 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             _set(app, "#sweep-outputs", "16")
             _set(app, "#sweep-types", "code")
             _set(app, "#sweep-repeat", "2")  # a verdict needs a spread to resample
+            # A prompt file the library cannot read: one sentence, nothing run.
+            _set(app, "#sweep-prompts", str(tmp_path / "missing.jsonl"))
+            await pilot.press("ctrl+r")
+            await _until(pilot, "the file refused", lambda: any(
+                "Cannot read prompt file" in n.message for n in app._notifications))  # fmt: skip
+            await _until(pilot, "no action", lambda: not app.running)
+            assert "refused" in _text(app, "#sweep-note")
+            _set(app, "#sweep-prompts", "")
             await pilot.press("ctrl+r")
             await _until(pilot, "sweep done", lambda: sweeps.model is not None and not app.running)
             assert sweeps.query_one("#sweep-points").row_count == 3

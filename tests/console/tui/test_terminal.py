@@ -204,7 +204,8 @@ def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
     tmux.keys("Tab", "1", "Tab", "7", "Tab", "prose")  # contexts, output tokens, text types
     tmux.wait_for(
         "each value in its own field",
-        lambda s: re.search(r"▼\W+1\W+7\W+prose\W+auto\b", s) is not None,
+        # the fields' row, then the repeat on the row under it (still its placeholder)
+        lambda s: re.search(r"▼\W+1\W+7\W+prose\b", s) is not None and "repeat auto" in s,
         timeout=10,
     )
 
@@ -264,3 +265,38 @@ def test_a_long_value_typed_in_one_burst_under_load_arrives_whole(
             tmux.wait_for("the search cleared", lambda s: "/ search flags" in s, 10)
             tmux.keys("Escape")
             tmux.wait_for("the field left", lambda s: "Leave field" not in s, 10)
+
+
+# Values for a flag's value box, each typed in two bursts with a redraw of the flags
+# table between them (the terminal resized, as a tmux pane or a browser window is).
+VALUE_BURSTS = (("64,512,", "1024,1900"), ("2048,3072,40", "96,5120"), ("1900", "0,64,512"))
+
+
+def test_a_flag_value_typed_while_the_table_redraws_keeps_every_key(
+    tmux: Tmux, local_engine: LocalEngine
+) -> None:
+    """The Flags view loads the highlighted flag into its value box; a table refill (a
+    resize, a new status, the engine becoming ready) once re-highlighted the first row
+    and then the selected one, loading its value over what was typed: the keys typed
+    before the redraw were lost and the rest staged. Under load, typed in bursts around
+    a redraw, the box must hold every key in order."""
+    tmux.start(_connect_argv())
+    tmux.wait_for("the dashboard", _dashboard, timeout=60)
+    tmux.keys(_key("flags"))
+    tmux.wait_for("the flags table", lambda s: "tuned and set flags" in s, timeout=60)
+    tmux.keys("Down", "Down", "Down", "Enter")  # a flag below the first: its value box
+    tmux.wait_for("the value box focused", lambda s: "Leave field" in s, 10)
+    with cpu_load():
+        for i, (first, second) in enumerate(VALUE_BURSTS):
+            value = first + second
+            tmux.keys("C-u")
+            tmux.cmd("send-keys", "-t", "console", "-l", first)
+            # The table redraws at the new width while the rest is typed.
+            tmux.cmd("resize-window", "-t", "console", "-x", str(COLS - 12 * (i % 2 + 1)))
+            tmux.cmd("send-keys", "-t", "console", "-l", second)
+            # The box itself (its bordered row), not the ✗ line quoting a value checked.
+            whole = re.compile(rf"▊\s*{re.escape(value)}\s*▎")
+            screen = tmux.wait_for(f"{value!r} whole in the value box",
+                                   lambda s, w=whole: w.search(s) is not None,
+                                   timeout=15)  # fmt: skip
+            assert "Leave field" in screen  # still typing in the box, not the table

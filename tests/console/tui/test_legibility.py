@@ -1,0 +1,100 @@
+"""Text that must be cut says so, and text that must not be broken is not (pilot, fixed
+data): log lines end in "…" where the view is too narrow, and are whole again when it
+widens; a long flag name breaks only between its words; History's comparison keeps
+each row on one line at 80x24.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from console.tui.widgets.flag_title import name_lines
+from console.tui.widgets.line_log import LineLog
+from tests.console.tui import views
+
+LONG = "[12:00:21] Decode batch, #running-req: 1, #token: 1180, accept len: 3.1, gen throughput (token/s): 101.0"  # noqa: E501
+
+
+def _lines(app) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def test_a_log_line_too_wide_ends_in_an_ellipsis_and_is_whole_when_wider() -> None:
+    class One(App):
+        def compose(self):
+            yield LineLog(wrap=False)
+
+    app = One()
+    async with app.run_test(size=(60, 5)) as pilot:
+        log = app.query_one(LineLog)
+        log.write_line(LONG)
+        log.write_line("short line")
+        await pilot.pause()
+        shown = _lines(app)
+        assert shown[0].rstrip().endswith("…") and shown[0].startswith(LONG[:50]), shown[0]
+        assert shown[1].strip() == "short line"
+        await pilot.resize_terminal(len(LONG) + 4, 5)
+        await pilot.pause()
+        assert _lines(app)[0].rstrip() == LONG  # drawn again at the new width, whole
+
+
+def test_a_flag_name_breaks_only_after_a_hyphen() -> None:
+    name = "--speculative-draft-window-size"
+    assert name_lines(name, 40) == [name]
+    assert name_lines(name, 20) == ["--speculative-draft-", "window-size"]
+    for width in (8, 12, 14, 20, 25):
+        lines = name_lines(name, width)
+        assert all(len(line) <= width for line in lines)
+        # Every line but a cut one ends a word: joined, they are the name again.
+        if not any(line.endswith("…") for line in lines):
+            assert "".join(lines) == name
+            assert all(line.endswith("-") for line in lines[:-1])
+
+
+async def test_the_flag_panel_title_is_never_broken_mid_word_at_80x24() -> None:
+    app, run_before = views.scenario("flags")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)
+        screen = app.screen
+        screen._select("speculative-draft-window-size")
+        await pilot.pause()
+        title = screen.query_one("#flag-title")
+        text = str(title.render())
+        width = title.content_region.width
+        assert width < len("--speculative-draft-window-size")  # it must break at 80
+        assert text.split("\n") == name_lines("--speculative-draft-window-size", width)
+
+
+def test_history_comparison_rows_are_one_line_each_at_80x24() -> None:
+    import asyncio
+
+    app, run_before = views.scenario("history")  # stores two runs (its own event loop)
+    asyncio.run(_compared_at_80x24(app, run_before))
+
+
+async def _compared_at_80x24(app, run_before) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)  # two runs marked and compared
+        table = app.screen.query_one("#hist-table")
+        assert table.row_count == 32  # 8 points x 4 figures
+        header = [str(c.label) for c in table.columns.values()]
+        assert header[:4] == ["context", "text", "figure", "change [95%]"]
+        width = sum(c.get_render_width(table) for c in table.columns.values())
+        assert width <= table.scrollable_content_region.width  # no row wider than the panel
+        assert table.get_row_at(0)[:3] == ["64", "code", "tok/s"]
+
+
+def test_the_comparison_says_its_interval_in_words() -> None:
+    # The sentence above the table names "[95% interval]": shown as text, not read as
+    # markup (which dropped it).
+    import asyncio
+
+    app, run_before = views.scenario("history")
+
+    async def check() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await run_before(pilot)
+            shown = str(app.screen.query_one("#hist-text").render())
+            assert "[95% interval]" in shown.replace("\n", " "), shown
+
+    asyncio.run(check())
