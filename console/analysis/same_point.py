@@ -9,7 +9,10 @@ each with its paired interval (`pairing.paired_figures`, drift included):
   engine got slower)";
 - neither: "physics: within noise" (the interval of tok/s holds no change: nothing moved
   that the same context and text would not move), one of the verdict's three outcomes
-  like the others, so every path scores the same way.
+  like the others, so every path scores the same way; but a tok/s interval wider than
+  the verdict's `WIDE` (± 15%) cannot rule out a change that matters, and says "not
+  enough evidence" as the model's verdict does (a 16% step-time regression read
+  "physics: within noise (-16% ± 22%)").
 A baseline before and after a flag change reads the same sentence for each point, so the
 check names the factor that is off. Pure: no I/O.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.analysis.pairing import PairedChange, PairedFigures
+from console.analysis.verdict_records import WIDE
 
 Outcome = str  # "physics" | "not physics" | "not enough evidence"
 
@@ -90,6 +94,11 @@ def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdic
         headline = (f"Not enough evidence: tok/s {tok.text()} rests on too few rounds to "
                     "resample; measure more rounds of the same passages")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
+    if tok.ratio.rel_half_width > WIDE:
+        headline = (f"Not enough evidence: tok/s {tok.text()} at the same context and text is "
+                    "too wide to tell physics from a change that matters; more rounds of the "
+                    "same passages narrow it")  # fmt: skip
+        return SamePointVerdict("not enough evidence", headline, None, figures, label)
     headline = (f"Physics: within noise at the same context and text: tok/s {tok.text()}, "
                 "neither commit nor step time moved")  # fmt: skip
     return SamePointVerdict("physics", headline, None, figures, label)
@@ -106,5 +115,8 @@ def factor_sentence(verdict: SamePointVerdict) -> str:
             f"{slower_or_faster(step.ratio.value)})"
         )
     if verdict.outcome == "not enough evidence":
+        tok = _moved(verdict.figures, "decode_tok_s")
+        if tok is not None and tok.has_interval and tok.ratio.rel_half_width > WIDE:
+            return f"too wide to tell (tok/s ± {tok.ratio.rel_half_width:.0%})"
         return "too few rounds to tell"
     return "neither factor moved beyond noise"

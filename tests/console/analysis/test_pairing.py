@@ -14,7 +14,7 @@ import pytest
 from console.analysis.noise_profile import Drift
 from console.analysis.pairing import PairedChange, paired_figures
 from console.analysis.records import RequestSample
-from console.analysis.same_point import judge_same_point
+from console.analysis.same_point import factor_sentence, judge_same_point
 from console.experiments.baseline import compare_samples
 from tests.console.analysis.test_intervals import BASE
 
@@ -104,6 +104,23 @@ def test_a_step_time_regression_at_the_same_point_is_not_physics() -> None:
     assert "(the host or the engine got slower)" in verdict.headline
     assert "commit: no change (exact)" in verdict.text()
     assert verdict.as_dict()["same_context_and_text"] is True
+
+
+def test_a_same_point_interval_too_wide_to_rule_out_a_change_is_not_physics_either_way() -> None:
+    # 16% slower, but the host's drift across the restart is large: the interval holds no
+    # change and a change that matters; "physics: within noise" would be a guess
+    before = requests({"easy": 3, "hard": 3}, noise=0.03, seed=13)
+    after = requests({"easy": 3, "hard": 3}, noise=0.03, slower=1.16, seed=14)
+    drift = Drift(shift_sd=0.09, order="A-B", source="calibrated", measured=True)
+    paired = paired_figures(before, after, drift=drift)
+    tok = paired.figure("decode_tok_s")
+    assert not tok.finding and tok.moved.ratio.rel_half_width > 0.15
+    verdict = judge_same_point(paired)
+    assert verdict.outcome == "not enough evidence" and "too wide" in verdict.headline
+    assert factor_sentence(verdict).startswith("too wide to tell (tok/s ± ")
+    # the same change with a small drift is named: step time
+    calm = paired_figures(before, after, drift=dataclasses.replace(drift, shift_sd=0.01))
+    assert judge_same_point(calm).factor == "step time"
 
 
 def test_an_acceptance_change_is_exact_and_named() -> None:

@@ -60,7 +60,8 @@ def _rows_exact(rows: list[BaselineRow]) -> None:
         _exact((r.decode_tok_s, r.commit_len, r.step_time_s))
         named = [label for label, _ in r.factors]
         assert all(label in r.moved for label in named)
-        assert named or r.moved == "neither factor moved beyond noise"
+        assert named or r.moved == "neither factor moved beyond noise" or r.moved.startswith(
+            "too wide to tell")  # fmt: skip
 
 
 async def test_before_after_and_compare_rows_hold_exactly(
