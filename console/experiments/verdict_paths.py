@@ -128,7 +128,9 @@ def _no_figure(scenario: Any, run: int, effect: float | None, path: str) -> Tria
 
 
 def baseline_outcome(rows: Sequence[Any]) -> tuple[str, str]:
-    """`set --baseline`'s table read the way an operator reads it."""
+    """`set --baseline`'s table read the way an operator reads it: a finding on any row is
+    "not physics"; no finding but a row whose own verdict says it is too wide to tell is
+    "not enough evidence"; otherwise "physics"."""
     if not rows:
         return "not enough evidence", "Not enough evidence: the baseline compared no point."
     moved = []
@@ -139,6 +141,11 @@ def baseline_outcome(rows: Sequence[Any]) -> tuple[str, str]:
             moved.append(f"{r.text_type} {r.context}: {', '.join(found)}")
     if moved:
         return "not physics", f"Not physics: {'; '.join(moved)}."
+    wide = [f"{r.text_type} {r.context}" for r in rows
+            if r.verdict is not None and r.verdict.outcome != "physics"]  # fmt: skip
+    if wide:  # the row itself says "too wide to tell" (or too few rounds)
+        return "not enough evidence", (f"Not enough evidence: no row moved, but "
+                                       f"{', '.join(wide)} too wide to tell.")  # fmt: skip
     return "physics", f"Physics: within noise on every row ({len(rows)} rows)."
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from console.analysis.verdict import Judgement, Observed
@@ -112,8 +114,10 @@ class _Pair:
 
 
 class _Row:
-    def __init__(self, tok: bool, commit: bool = False, step: bool = False) -> None:
+    def __init__(self, tok: bool, commit: bool = False, step: bool = False,
+                 outcome: str = "physics") -> None:  # fmt: skip
         self.text_type, self.context = "code", 256
+        self.verdict = SimpleNamespace(outcome=outcome)
         self.decode_tok_s, self.commit_len, self.step_time_s = (
             _Pair(tok),
             _Pair(commit, "no change (exactly equal)"),
@@ -126,6 +130,9 @@ def test_set_baseline_is_read_the_way_an_operator_reads_its_table() -> None:
     outcome, headline = baseline_outcome([_Row(False), _Row(True, step=True)])
     assert outcome == "not physics" and "tok/s +12%" in headline and "step -10%" in headline
     assert baseline_outcome([])[0] == "not enough evidence"
+    # no finding, but a row whose own verdict is too wide to tell: the table says so
+    outcome, headline = baseline_outcome([_Row(False), _Row(False, outcome="not enough evidence")])
+    assert outcome == "not enough evidence" and "code 256 too wide to tell" in headline
 
 
 def test_the_round_delay_is_a_quarter_of_the_measured_step_and_its_effect_is_known() -> None:
