@@ -3,6 +3,8 @@ the host profile of a bundled engine that a test starts for real."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -109,3 +111,12 @@ def run_info(host: str = "gpu1", method: str = "context-sweep", **changes: Any) 
     }
     values.update(changes)
     return RunInfo(**values)
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`specconsole ARGS` as a subprocess of this interpreter, output captured; `timeout`
+    only guards against a hang."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
+    )  # fmt: skip

@@ -6,23 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from console.config import HostProfile, LaunchProfile, save_profile
+from tests.console.factories import run_cli as _cli
 from tests.console.fixtures.capture_engines import ENGINES, venv_dir
 from tests.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True, text=True, timeout=300, env=os.environ.copy(),
-    )  # fmt: skip
 
 
 def _profile(kind: str, tmp_path) -> HostProfile:

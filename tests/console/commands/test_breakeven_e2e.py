@@ -17,16 +17,10 @@ import pytest
 
 from console.config import save_profile
 from tests.console.factories import builtin_profile
+from tests.console.factories import run_cli as _cli
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
-
-
-def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
-    )  # fmt: skip
 
 
 @pytest.fixture

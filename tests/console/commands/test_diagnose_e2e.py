@@ -4,10 +4,7 @@ and the sweep it suggests for a short baseline, run exactly as printed, covers i
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,16 +12,10 @@ import pytest
 
 from console.config import save_profile
 from tests.console.factories import builtin_profile
+from tests.console.factories import run_cli as _cli
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
-    )  # fmt: skip
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from console.errors import FlagError
 from console.service import EngineService, LifecycleEvent
 from console.transport import open_transport
 from tests.console.conftest import engine_service
+from tests.console.factories import run_cli as _cli
 from tests.console.sshd import SSHServer
 from tests.ports import free_port
 
@@ -72,13 +73,6 @@ async def _window(svc: EngineService) -> int | None:
     info = await svc.server_info()
     assert info is not None, "the engine did not answer /get_server_info"
     return info["speculative_draft_window_size"]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True, text=True, timeout=120, env=os.environ.copy(),
-    )  # fmt: skip
 
 
 async def test_flag_change_rollback_and_failure_recovery(service: EngineService) -> None:

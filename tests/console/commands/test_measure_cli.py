@@ -25,19 +25,13 @@ from console.service import EngineService
 from console.store import RunStore
 from tests.console.conftest import engine_service, ssh_profile_for
 from tests.console.factories import builtin_profile
+from tests.console.factories import run_cli as _cli
 from tests.console.sshd_restart import RestartableSSHD
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 FLAGS = {"skip-server-warmup": True}
-
-
-def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
-    )  # fmt: skip
 
 
 def _profile(name: str, tmp_path: Path, ssh: SSHProfile | None = None) -> HostProfile:
