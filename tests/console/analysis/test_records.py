@@ -87,9 +87,14 @@ def test_baseline_comparison_is_pooled_with_intervals_and_keeps_its_json_shape()
 
 
 def test_an_unchanged_baseline_is_within_noise_and_names_no_factor() -> None:
-    rates = [90.0, 100.0, 110.0, 95.0, 105.0]
+    rates = [97.0, 100.0, 103.0, 98.5, 101.5]
     before, after = _baseline(rates, 4.0), _baseline(list(reversed(rates)), 4.0)
     (row,) = baseline_comparison(before, after)
     assert not row.decode_tok_s.finding
     assert row.decode_tok_s.change_text().startswith("within noise (")
     assert row.moved == "neither factor moved beyond noise" and row.factors == []
+    # three times the spread: still no finding, but an interval too wide to say physics
+    wide = [100.0 + 3 * (r - 100.0) for r in rates]
+    (row,) = baseline_comparison(_baseline(wide, 4.0), _baseline(list(reversed(wide)), 4.0))
+    assert not row.decode_tok_s.finding and row.factors == []
+    assert row.moved.startswith("too wide to tell (tok/s ± ")
