@@ -73,13 +73,19 @@ def y_axis(lo: float, hi: float, rows: int) -> tuple[float, float, list[float]]:
     return low, upper, ticks
 
 
+MIN_X_STEP = 1.0  # every x axis counts whole things: seconds, tokens of context, rounds
+
+
 def x_ticks(lo: float, hi: float, columns: int) -> list[float]:
-    """Round ticks inside [lo, hi], about one per 10 columns."""
+    """Round ticks inside [lo, hi], about one per 10 columns, never closer than
+    `MIN_X_STEP` (a live window under a second wide read 0.1 0.2 0.3 s); a span too
+    narrow for one whole tick gets the nearest whole number to its start."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo] if math.isfinite(lo) else []
-    step = nice_step((hi - lo) / max(1, columns // 10))
+    step = max(MIN_X_STEP, nice_step((hi - lo) / max(1, columns // 10)))
     first = math.ceil(lo / step - 1e-9) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+    ticks = [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+    return ticks or [float(round(lo))]
 
 
 def tick_step(ticks: list[float]) -> float:

@@ -262,3 +262,14 @@ def test_axis_labels_are_plain_numbers_with_si_suffixes() -> None:
     assert any(x.endswith("k") for x in labels) and low <= 960 and upper >= 1210
     assert label(1250.0, 250.0) == "1.25k" and label(512.0, 128.0) == "512"
     assert label(0.5, 0.25) == "0.5" and label(0.75, 0.25) == "0.75"
+
+
+def test_x_ticks_are_whole_numbers_even_on_a_sub_second_window() -> None:
+    from console.tui.widgets.axis_ticks import label, tick_step, x_ticks
+
+    ticks = x_ticks(0.0, 0.8, 60)  # the live window's first second
+    step = tick_step(ticks)
+    assert [label(t, step) for t in ticks] == ["0"], ticks
+    wide = x_ticks(64.0, 1900.0, 60)
+    assert all(t == int(t) for t in wide) and len(wide) >= 3
+    assert x_ticks(0.6, 0.9, 60) == [1.0]  # no whole number inside: the nearest one
