@@ -204,7 +204,10 @@ def render_lines(
     else:
         text = Text.from_ansi(out.rstrip("\n"), no_wrap=True, end="")
     if legend:
-        text.append("\n")
+        line = Text()
         for i, s in enumerate(drawn):
-            legend_entry(text, s, colors[(i if s.slot is None else s.slot) % len(colors)])
+            legend_entry(line, s, colors[(i if s.slot is None else s.slot) % len(colors)])
+        line.truncate(width, overflow="ellipsis")  # cut with "…", never silently
+        text.append("\n")
+        text.append_text(line)
     return text

@@ -273,3 +273,13 @@ def test_x_ticks_are_whole_numbers_even_on_a_sub_second_window() -> None:
     wide = x_ticks(64.0, 1900.0, 60)
     assert all(t == int(t) for t in wide) and len(wide) >= 3
     assert x_ticks(0.6, 0.9, 60) == [1.0]  # no whole number inside: the nearest one
+
+
+def test_a_legend_too_long_for_the_chart_ends_in_an_ellipsis() -> None:
+    names = [f"a series with a rather long name {i}" for i in range(3)]
+    series = [ChartSeries(n, [(0, 1.0 + i), (10, 2.0 + i)]) for i, n in enumerate(names)]
+    text = render_lines(series, 50, 10)
+    last = text.plain.split("\n")[-1]
+    assert len(last) <= 50 and last.endswith("…"), last
+    wide = render_lines(series, 200, 10).plain.split("\n")[-1]
+    assert wide.endswith(names[-1])  # room enough: whole
