@@ -127,7 +127,7 @@ async def calibrate(
                 text_types=list(points.text_types), target=target,
             )  # fmt: skip
         measured.append(result.samples)
-    offsets = await _process_offsets(service, session, points, rounds, timeout)
+    offsets = await _process_offsets(service, session, points, target, timeout)
     facts = await session.facts(refresh=True)
     profile = profile_from_blocks(
         service.profile.name, service.profile.engine, facts.flags_hash or flags_hash({}),
@@ -142,17 +142,16 @@ async def _process_offsets(
     service: EngineService,
     session: MeasureSession,
     points: BaselinePlan,
-    rounds: int,
+    target: SampleTarget,
     timeout: float | None,
 ) -> list[tuple[float, float]]:
     """Where the host holds two engines at once (the default order is then side by
     side): `PROCESS_PAIRS` second processes with the same flags, each interleaved with
-    the service; per pair the shift of step time between the two (`block_shift`)."""
+    the service, in the blocks' own rounds (`target`); per pair the shift of step time
+    between the two (`block_shift`)."""
     if not can_run_side_by_side(service):
         return []
     flags = dict((await service.current_config()).flags)
-    target = SampleTarget(target_rel=0.0, min_repeat=rounds * PASSAGES,
-                          max_repeat=rounds * PASSAGES, passages=PASSAGES)  # fmt: skip
     out = []
     for i in range(PROCESS_PAIRS):
         session.note(f"calibration: two processes with the same flags, side by side "

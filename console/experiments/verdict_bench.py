@@ -274,9 +274,7 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     bench.took("changed sides (restarts included)", t0)
     trials = await _asked(bench, run, sweep, sides, changed, step)
     for s in flagged:
-        for order in BASELINE_PATHS:
-            if order in s.paths and order in bench.paths:
-                trials.append(bench.emit(await _baseline(bench, s, run, changed[s.name], order)))
+        trials += await _apply_trials(bench, s, run, changed[s.name])
     return trials
 
 
@@ -286,10 +284,17 @@ async def _baselines_only(bench: _Bench, run: int) -> list[Trial]:
     out = []
     for s in (s for s in bench.chosen if s.changes is not None):
         changes = s.changes(bench.session.engine, bench.original, None)
-        for order in BASELINE_PATHS:
-            if order in s.paths and order in bench.paths:
-                out.append(bench.emit(await _baseline(bench, s, run, changes, order)))
+        out += await _apply_trials(bench, s, run, changes)
     return out
+
+
+async def _apply_trials(
+    bench: _Bench, s: Scenario, run: int, changes: dict[str, str | None]
+) -> list[Trial]:
+    """The scenario's `set --baseline` trials, one per apply path both it and the bench
+    ask (default options, A-B, A-B-A-B)."""
+    return [bench.emit(await _baseline(bench, s, run, changes, order))
+            for order in BASELINE_PATHS if order in s.paths and order in bench.paths]  # fmt: skip
 
 
 async def _baseline(
