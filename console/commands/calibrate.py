@@ -1,7 +1,7 @@
 """`specconsole calibrate HOST`: measure and store the host's noise profile.
 
 Thin over `console.experiments.calibrate`: blocks of the baseline's points with unchanged
-flags and a restart between each two; prints the request-to-request spread per point, the
+flags, a restart between the first few; prints the request-to-request spread per point, the
 shift across each restart, the restart time and the order `set --baseline` will then use
 by default. `--show` prints the stored profile without measuring.
 """
@@ -16,7 +16,7 @@ from console.commands.base import HostCommand, err, with_service
 from console.commands.baseline_options import baseline_options, baseline_overrides
 from console.errors import ConsoleError
 from console.experiments.baseline import plan_for
-from console.experiments.calibrate import BLOCKS, ROUNDS, calibrate
+from console.experiments.calibrate import BLOCKS, RESTARTS, ROUNDS, calibrate
 from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.settings import DEFAULT_SETTINGS
@@ -24,8 +24,9 @@ from console.store import RunStore
 
 
 async def cmd_calibrate(args: argparse.Namespace) -> int:
-    if args.blocks < 2 or args.rounds < 1:
-        raise ConsoleError("Calibration needs --blocks 2 or more and --rounds 1 or more.")
+    if args.blocks < 2 or args.rounds < 1 or args.restarts < 0:
+        raise ConsoleError("Calibration needs --blocks 2 or more, --rounds 1 or more and "
+                           "--restarts 0 or more.")  # fmt: skip
 
     async def body(service: EngineService) -> int:
         with closing(RunStore.default()) as store:
@@ -40,7 +41,8 @@ async def cmd_calibrate(args: argparse.Namespace) -> int:
                 session = MeasureSession(service, store=store)
                 plan = await plan_for(session, **baseline_overrides(args))
                 profile = await calibrate(
-                    service, store, plan=plan, blocks=args.blocks, rounds=args.rounds,
+                    service, store, plan=plan, blocks=args.blocks, restarts=args.restarts,
+                    rounds=args.rounds,
                     timeout=args.timeout, on_note=lambda t: err(f"  {t}"),
                 )  # fmt: skip
         if args.json:
@@ -59,7 +61,9 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
         "Measure the host's noise: request-to-request spread and drift across a restart.",
     )
     p.add_argument("--blocks", type=int, default=BLOCKS,
-                   help=f"blocks with a restart between each two (default {BLOCKS})")  # fmt: skip
+                   help=f"blocks with unchanged flags (default {BLOCKS})")  # fmt: skip
+    p.add_argument("--restarts", type=int, default=RESTARTS,
+                   help=f"restarts among them, first (default {RESTARTS})")  # fmt: skip
     p.add_argument(
         "--rounds",
         type=int,

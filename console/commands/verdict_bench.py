@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 
 from console.analysis.sample_size import SampleTarget
 from console.commands.base import EXIT_FAILED, err, measure_session, progress, with_service
@@ -51,9 +52,12 @@ def print_bench(result: BenchResult) -> None:
     )
     cal = p.get("calibration")
     if cal:
-        print(f"  calibrated first: block-to-block shift sd {cal['shift_sd']:.1%} over "
-              f"{len(cal['shifts'])} restart(s) of {sum(cal['restart_s']):.0f} s; every path "
-              "carries it (typed figures, explain and the A-B orders)")  # fmt: skip
+        restarts = cal["restart_s"]
+        print(f"  calibrated first: block-to-block shift sd {cal['shift_sd']:.1%} from "
+              f"{len(cal['shifts'])} shift(s) ({len(restarts)} across a restart of "
+              f"{statistics.median(restarts) if restarts else 0:.0f} s), at most "
+              f"{cal.get('drift_sd', cal['shift_sd']):.1%} with 95% confidence: every path "
+              "carries that bound (typed figures, explain and the A-B orders)")  # fmt: skip
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items())
     print(f"  original flags {state}; took {result.seconds:.0f} s ({parts})")
 

@@ -25,10 +25,18 @@ The order in time (`order`; "auto" picks the first that applies):
                    under a minute; two extra restarts.
   A-B              the before block, the restart, the after block: the whole measured
                    block-to-block drift is in every time interval. One restart.
+
+Across a restart (A-B, A-B-A-B), a finding that rests on step time alone (commit
+unmoved) is what a slow spell of the host fakes, so it is measured a second time before
+it is reported (`_confirm`): back to A, A again, B again (A-B-A-B: B again). The
+comparison then pools both blocks of each side, and the two shifts between a side's own
+blocks join the calibration's in the drift term: a spell that hit one block shows there
+as a wide interval, not as a finding.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +53,7 @@ from console.experiments.baseline_rows import (
     compare_samples,
     comparison_lines,
 )
-from console.experiments.calibrate import noise_for
+from console.experiments.calibrate import block_shift, noise_for
 from console.experiments.side_by_side import can_run_side_by_side, side_by_side
 from console.measure import methods
 from console.measure.methods import MethodResult
@@ -175,6 +183,7 @@ class BaselineApply:
     after: MethodResult | None
     rows: list[BaselineRow] = field(default_factory=list)
     before_again: MethodResult | None = None
+    after_again: MethodResult | None = None  # a step-time finding measured again
     order: str = "A-B"
     notes: list[str] = field(default_factory=list)
     drift: Drift = field(default_factory=Drift.none)
@@ -201,6 +210,7 @@ class BaselineApply:
                 "before": run_id(self.before),
                 "after": run_id(self.after),
                 "before_again": run_id(self.before_again),
+                "after_again": run_id(self.after_again),
             },
             "rows": [r.as_dict() for r in self.rows],
             "sample_size": {
@@ -209,6 +219,7 @@ class BaselineApply:
                     ("before", self.before),
                     ("after", self.after),
                     ("before_again", self.before_again),
+                    ("after_again", self.after_again),
                 )
                 if r is not None
             },
@@ -317,6 +328,9 @@ async def apply_with_baseline(
         done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
                                drift=drift)  # fmt: skip
     done.drift, done.calibrated = drift, calibrated
+    if chosen != "side-by-side" and _rests_on_step_time(done.rows):
+        await _confirm(session, service, plan, points, done, timeout=timeout, target=target,
+                       noise=noise)  # fmt: skip
     if calibrated:
         done.notes.insert(0, "calibrated first: no noise profile for this host and flags")
     return done
@@ -415,3 +429,57 @@ async def _bracketed(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
         notes=_noise_notes(before=before, after=after, before_again=before_again),
     )  # fmt: skip
+
+
+def _rests_on_step_time(rows: Sequence[BaselineRow]) -> bool:
+    """A row whose finding is step time alone, commit unmoved: the shape a slow spell of
+    the host between two blocks takes."""
+    return any(r.step_time_s.finding and not r.commit_len.finding for r in rows)
+
+
+async def _confirm(
+    session: MeasureSession,
+    service: EngineService,
+    plan: FlagPlan,
+    points: BaselinePlan,
+    done: BaselineApply,
+    *,
+    timeout: float,
+    target: SampleTarget,
+    noise: NoiseProfile | None,
+) -> None:
+    """Measure the finding again, in place: A-B goes back to A for the before side's
+    second block and applies B again; A-B-A-B (already in B, with two before blocks) reads
+    B's second block. Both sides then pool two blocks, and the shift between each side's
+    own two blocks joins the host's calibration in the drift ("A-B twice")."""
+    first = done.rows
+    session.note("step time moved at unchanged commit across a restart: measuring both "
+                 "sides again before reporting it ...")  # fmt: skip
+    if done.before_again is None:
+        back = await service.rollback(timeout=timeout)
+        if not back.ok:
+            done.notes.append(f"not measured again: the flags before the change did not come "
+                              f"back ({back.event.describe()})")  # fmt: skip
+            return
+        done.before_again = await run_baseline(session, points, target=target,
+                                               rounds=rounds_by_point(done.before))  # fmt: skip
+        result = await service.apply(plan, timeout=timeout)
+        if not result.ok:
+            done.result, done.rows = result, []
+            done.notes.append("the change did not apply again; no comparison is reported")
+            return
+    done.after_again = await run_baseline(session, points, target=target,
+                                          rounds=rounds_by_point(done.after))  # fmt: skip
+    halves = ((done.before, done.before_again), (done.after, done.after_again))
+    own = [d for d in (block_shift(a.samples, b.samples) for a, b in halves) if d]
+    profile = noise or NoiseProfile(service.profile.name, service.profile.engine, "", (), (), ())
+    done.drift = dataclasses.replace(profile.with_shifts(own).drift("A-B twice"), source=(
+        f"{profile.drift('A-B').source if noise else 'no calibration'}, and this "
+        f"comparison's own shifts {', '.join(f'{math.expm1(d):+.1%}' for d, _ in own)}"
+    ))  # fmt: skip
+    before = [*done.before.samples, *done.before_again.samples]
+    done.rows = compare_samples(before, [*done.after.samples, *done.after_again.samples],
+                                drift=done.drift)  # fmt: skip
+    moved = "; ".join(f"{r.text_type} {r.context} step time {r.step_time_s.change_text()}"
+                      for r in first if r.step_time_s.finding)  # fmt: skip
+    done.notes.append(f"first reading: {moved}; measured again, the rows above pool both")

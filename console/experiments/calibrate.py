@@ -1,12 +1,16 @@
 """`specconsole calibrate HOST`: measure the host's noise, once per host and flags.
 
-Blocks of the baseline's points with unchanged flags, a restart between each two (the
-restart a flag change needs, so its cost is part of what is measured): per point the
-request-to-request spread of step time within a block, per restart the shift of the
-whole block's step time (paired by passage, `pairing.paired_figures`), and how long each
-restart took to ready. The profile goes into the history (`RunStore.add_noise_profile`),
-where every later comparison on the host finds its drift term, and its restart time
-picks the default order (bracketing when a restart is under a minute). Where the host
+Blocks of the baseline's points with unchanged flags, a restart between the first few
+(the restart a flag change needs, so its cost is part of what is measured) and the rest
+read in the same process: per point the request-to-request spread of step time within a
+block, between each two blocks the shift of the whole block's step time (paired by
+passage, `pairing.paired_figures`), and how long each restart took to ready. The drift is
+the host's, in time, more than the process's (a slow spell hits every process alike), so
+blocks without a restart measure it too, at no restart's cost: a host whose restart takes
+ten minutes still gets five shifts. The profile goes into the history
+(`RunStore.add_noise_profile`), where every later comparison on the host finds its drift
+term, and its restart time picks the default order (bracketing when a restart is under a
+minute). Where the host
 holds two engines at once (side by side, the default order there), two second processes
 with the same flags are each interleaved with the service: how far two processes of one
 configuration differ is the drift term a side-by-side comparison carries.
@@ -38,7 +42,8 @@ if TYPE_CHECKING:
     from console.service import EngineService
     from console.store import RunStore
 
-BLOCKS = 3  # two restarts: one shift says little, three blocks keep calibration short
+BLOCKS = 6  # five shifts: the drift's bound from two was x4.4 its estimate, from five x2.1
+RESTARTS = 2  # between the first blocks; the rest follow in the same process
 ROUNDS = 3  # whole rounds of every passage per point and block
 PASSAGES = 2
 PROCESS_PAIRS = 2  # second processes beside the service: two offsets give a spread
@@ -97,29 +102,32 @@ async def calibrate(
     *,
     plan: BaselinePlan,
     blocks: int = BLOCKS,
+    restarts: int = RESTARTS,
     rounds: int = ROUNDS,
     timeout: float | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> NoiseProfile:
     """Measure and store the host's noise profile with its current flags, at the points
-    of `plan` (the baseline's: `baseline.plan_for`)."""
+    of `plan` (the baseline's: `baseline.plan_for`): `blocks` blocks, a restart before
+    each of the first `restarts` after the first."""
     if blocks < 2:
-        raise MeasureError(f"Calibration needs at least two blocks (one restart), not {blocks}.")
+        raise MeasureError(f"Calibration needs at least two blocks (one shift), not {blocks}.")
     session = MeasureSession(service, store=store, on_note=on_note)
     points = plan
     target = SampleTarget(target_rel=0.0, min_repeat=rounds * PASSAGES,
                           max_repeat=rounds * PASSAGES, passages=PASSAGES)  # fmt: skip
     measured: list[list[RequestSample]] = []
-    restarts: list[float] = []
+    restart_times: list[float] = []
     for i in range(blocks):
-        if i:
-            session.note(f"calibration: restart {i} of {blocks - 1} with unchanged flags ...")
+        if 0 < i <= restarts:
+            session.note(f"calibration: restart {i} of {min(restarts, blocks - 1)} with "
+                         "unchanged flags ...")  # fmt: skip
             started = time.monotonic()
             event = await service.restart(wait=True, timeout=timeout)
             if event.state != "ready":
                 raise MeasureError(f"The engine did not come back ready ({event.describe()}); "
                                    "calibration stopped.")  # fmt: skip
-            restarts.append(time.monotonic() - started)
+            restart_times.append(time.monotonic() - started)
         session.note(f"calibration: block {i + 1} of {blocks} ...")
         with session.labelled("calibration"):
             result = await methods.context_sweep(
@@ -131,7 +139,7 @@ async def calibrate(
     facts = await session.facts(refresh=True)
     profile = profile_from_blocks(
         service.profile.name, service.profile.engine, facts.flags_hash or flags_hash({}),
-        measured, restarts, offsets=offsets,
+        measured, restart_times, offsets=offsets,
     )  # fmt: skip
     if store is not None:
         await store.add_noise_profile(profile)
@@ -187,6 +195,6 @@ async def noise_for(
         return found
     if on_note is not None:
         on_note(f"no noise profile for {host} with these flags yet: calibrating first "
-                f"({BLOCKS} blocks, {BLOCKS - 1} restarts with unchanged flags; once per "
-                "host and flags, `specconsole calibrate` runs it alone)")  # fmt: skip
+                f"({BLOCKS} blocks with unchanged flags, {RESTARTS} restarts among them; "
+                "once per host and flags, `specconsole calibrate` runs it alone)")  # fmt: skip
     return await calibrate(service, store, plan=plan, timeout=timeout, on_note=on_note)

@@ -10,6 +10,7 @@ import pytest
 
 from console.analysis.sample_size import SampleTarget
 from console.cli import build_parser
+from console.experiments.calibrate import BLOCKS
 from console.experiments.verdict_bench import OUTPUT, SCENARIOS, run_bench
 from console.measure.session import MeasureSession
 from tests.console.conftest import engine_service
@@ -60,7 +61,7 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     typed = [t for t in result.trials if t.path == "typed"]
     # typed figures carry the calibration the bench measured first, with its drift
     calibration = result.params["calibration"]
-    assert len(calibration["shifts"]) == 2 and calibration["points"]
+    assert len(calibration["shifts"]) == BLOCKS - 1 and calibration["points"]
     for t in typed:
         noise = t.judgement["observed"]["noise"]
         assert noise["source"] == "calibration of bench-local" and noise["drift"] > 0

@@ -138,8 +138,9 @@ async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> N
     from tests.console.analysis.test_pairing import requests as passages
 
     store = RunStore()
+    # a calibration's five shifts (its default blocks) within 3%
     profile = NoiseProfile(host="gpu1", engine="builtin", flags_hash="x", points=(),
-                           shifts=(0.03,), restart_s=(5.0,))  # fmt: skip
+                           shifts=(0.03, -0.02, 0.01, -0.03, 0.02), restart_s=(5.0,))  # fmt: skip
     await store.add_noise_profile(profile)
     counts = {"easy": 3, "hard": 3}
     a = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=1), 1.0)

@@ -1,0 +1,129 @@
+"""A step-time finding across a restart is measured again before it is reported.
+
+Synthetic blocks stand in for the engine's (`run_baseline` is replaced; the service only
+applies and rolls back), so the timings are known by construction:
+- a slow spell of the host that hit only the after block (the field reports' trap: a
+  parser change read as a speed change, here 35% slower at unchanged flags' speed) must
+  not come out as a finding once both sides are read twice;
+- a real regression (every after block 25% slower) must still be reported, confirmed.
+Both read as findings on the first reading alone, which is what the old code reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from console.analysis.noise_profile import NoiseProfile
+from console.experiments import baseline
+from console.experiments.baseline import BaselinePlan, apply_with_baseline
+from console.measure.methods import MethodResult
+from tests.console.analysis.test_pairing import requests
+
+PLAN = BaselinePlan(contexts=(256,), output=64, text_types=("code",), repeat=3)
+COUNTS = {"easy": 4, "hard": 4}  # four rounds of two passages
+# A calm host's calibration: five shifts within 2%, a restart of 20 s.
+CALM = NoiseProfile("gpu1", "sglang", "abc", (), (0.01, -0.015, 0.02, 0.0, -0.01), (20.0,))
+
+
+@dataclass
+class FakeService:
+    """Applies and rolls back at once; counts what it was asked."""
+
+    profile: Any = field(default_factory=lambda: SimpleNamespace(
+        name="gpu1", engine="sglang", ssh=None))  # fmt: skip
+    calls: list[str] = field(default_factory=list)
+
+    async def apply(self, plan: Any, timeout: float) -> Any:
+        self.calls.append("apply")
+        return SimpleNamespace(ok=True, event=SimpleNamespace(describe=lambda: "ready"))
+
+    async def rollback(self, timeout: float) -> Any:
+        self.calls.append("rollback")
+        return SimpleNamespace(ok=True, event=SimpleNamespace(describe=lambda: "ready"))
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, slow: list[float]) -> list[int]:
+    """`run_baseline` returns blocks whose step time is `slow[i]` x the engine's, in call
+    order; returns the list of calls made."""
+    calls: list[int] = []
+
+    async def fake(session: Any, plan: Any = None, **kw: Any) -> MethodResult:
+        i = len(calls)
+        calls.append(i)
+        samples = requests(COUNTS, slower=slow[i], noise=0.01, seed=10 + i, t0=100.0 * i)
+        sizes = {"points": [{"text_type": "code", "context": 256, "rounds": 4}]}
+        return MethodResult("context-sweep", i, samples, [], figures={"sample_size": sizes})
+
+    monkeypatch.setattr(baseline, "run_baseline", fake)
+    return calls
+
+
+async def _apply(order: str, service: FakeService) -> baseline.BaselineApply:
+    return await apply_with_baseline(service, object(), timeout=60, baseline=PLAN,
+                                     order=order, noise=CALM)  # fmt: skip
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("order", ["A-B", "A-B-A-B"])
+async def test_a_slow_spell_in_one_block_is_not_reported_as_a_finding(
+    monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
+    # A-B: A, B (a slow spell), then A and B again. A-B-A-B: A, B (slow), A, then B again.
+    calls = _scripted(monkeypatch, [1.0, 1.35, 1.0, 1.0])
+    service = FakeService()
+    done = await _apply(order, service)
+    assert len(calls) == 4 and done.after_again is not None  # measured a second time
+    first = [n for n in done.notes if n.startswith("first reading")]
+    assert first and "step time +3" in first[0]  # what the old code reported as the answer
+    (row,) = done.rows
+    assert not row.step_time_s.finding and not row.decode_tok_s.finding, row.moved
+    assert row.verdict is not None and row.verdict.outcome != "not physics"
+    # the spell shows in the drift term: the after side's own two blocks disagreed
+    assert done.drift.order == "A-B twice" and done.drift.term() > 0.2
+    assert "this comparison's own shifts" in done.drift.source and "-25.7%" in done.drift.source
+    assert service.calls[-1] == "apply"  # the change is what the service runs at the end
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("order", ["A-B", "A-B-A-B"])
+async def test_a_real_step_time_regression_is_confirmed(
+    monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
+    calls = _scripted(monkeypatch, [1.0, 1.25, 1.0, 1.25])
+    done = await _apply(order, FakeService())
+    assert len(calls) == 4
+    (row,) = done.rows
+    assert row.step_time_s.finding and row.decode_tok_s.finding
+    assert row.step_time_s.change.ratio == pytest.approx(1.25, rel=0.02)
+    assert row.verdict is not None and row.verdict.outcome == "not physics"
+    assert row.n_before == row.n_after == 16  # both sides pool two blocks of 8
+    assert done.drift.term() < 0.15  # a calm host and two agreeing blocks a side
+    assert "measured A-B twice" in done.drift.text()
+
+
+@pytest.mark.asyncio
+async def test_no_finding_is_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _scripted(monkeypatch, [1.0, 1.01, 1.0, 1.0])
+    service = FakeService()
+    done = await _apply("A-B", service)
+    assert len(calls) == 2 and done.after_again is None and service.calls == ["apply"]
+    assert done.drift.order == "A-B"
+
+
+def test_the_drift_bound_widens_with_fewer_shifts() -> None:
+    # The same spread of shifts, measured two and ten times: the estimate is equal, the
+    # bound a comparison carries is wider from two (chi-square, 95%).
+    two = NoiseProfile("h", "builtin", "f", (), (0.03, -0.03), ())
+    ten = NoiseProfile("h", "builtin", "f", (), (0.03, -0.03) * 5, ())
+    assert two.shift_sd == pytest.approx(ten.shift_sd) == pytest.approx(0.03)
+    assert two.drift_sd == pytest.approx(0.03 * math.sqrt(2 / 0.1026), rel=1e-3)
+    assert ten.drift_sd == pytest.approx(0.03 * math.sqrt(10 / 3.9403), rel=1e-3)
+    assert two.drift("A-B").shift_sd == two.drift_sd  # what an A-B interval carries
+    # side by side keeps the point estimate of the two processes' offset
+    pair = NoiseProfile("h", "builtin", "f", (), (), (), process_offsets=(0.02, -0.02))
+    assert pair.drift("side-by-side").shift_sd == pytest.approx(0.02)
