@@ -22,7 +22,7 @@ from textual.worker import Worker
 from console.analysis.noise_profile import NoiseProfile
 from console.errors import ConfigError, one_line
 from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
-from console.experiments.calibrate import calibrate
+from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
 from console.service import LifecycleEvent
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
@@ -201,8 +201,8 @@ class EngineActions:
 
         self.confirm(
             f"Calibrate {app.host}?",
-            "Blocks of the baseline's points with two restarts in between (flags unchanged): "
-            "the host's request-to-request spread and its drift across a restart.",
+            f"{BLOCKS} blocks of the baseline's points, {RESTARTS} restarts among them (flags "
+            "unchanged): the host's request-to-request spread and its block-to-block drift.",
             lambda: self.runner.run_service_action("calibrate", measure, done),
         )
 
