@@ -59,6 +59,8 @@ ORDER_TEXT = {
     ),
 }
 
+FEW_SHIFTS = 4  # fewer leave the bound over twice the estimate: the output says so
+
 # The 5% point of chi-square with k degrees of freedom, k = 1..12 (beyond, Wilson and
 # Hilferty's approximation): a mean square of k shifts is, with 95% confidence, above
 # this share of its true value.
@@ -208,6 +210,8 @@ class NoiseProfile:
             return Drift(self.process_sd, order, source, measured=bool(self.process_offsets))
         source = (f"calibrated on {self.host} {when} UTC, flags {self.flags_hash}, "
                   f"{len(self.shifts)} shift(s), the 95% bound of their SD")  # fmt: skip
+        if len(self.shifts) < FEW_SHIFTS:
+            source += f"; more blocks narrow it: `specconsole calibrate {self.host}`"
         return Drift(self.drift_sd, order, source, measured=True)
 
     def spread_at(self, text_type: str, context: float) -> PointNoise | None:
