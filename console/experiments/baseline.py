@@ -27,25 +27,32 @@ The order in time (`order`; "auto" picks the first that applies):
                    block-to-block drift is in every time interval. One restart.
 
 Across a restart (A-B, A-B-A-B), a finding that rests on step time alone (commit
-unmoved) is what a slow spell of the host fakes, so it is measured a second time before
-it is reported (`_confirm`): back to A, A again, B again (A-B-A-B: B again). The
-comparison then pools both blocks of each side, and the two shifts between a side's own
-blocks join the calibration's in the drift term: a spell that hit one block shows there
-as a wide interval, not as a finding.
+unmoved) is what a slow spell of the host fakes, so it is measured again before it is
+reported (`baseline_confirm`): back to A for one more block of it, B again for one more of
+B, a third block of a side whose two disagree; the drift term then holds the shifts
+between each side's own blocks too.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from console.analysis.noise_profile import Drift, NoiseProfile
-from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget
-from console.config import BaselineProfile
+from console.experiments.baseline_block import (
+    BASELINE,
+    BaselinePlan,
+    baseline_plan,
+    default_contexts,
+    noise_notes,
+    plan_for,
+    rounds_by_point,
+    run_baseline,
+)
+from console.experiments.baseline_confirm import confirm, rests_on_step_time
 from console.experiments.baseline_rows import (
     HEADERS,
     BaselineRow,
@@ -53,9 +60,8 @@ from console.experiments.baseline_rows import (
     compare_samples,
     comparison_lines,
 )
-from console.experiments.calibrate import block_shift, noise_for
+from console.experiments.calibrate import noise_for
 from console.experiments.side_by_side import can_run_side_by_side, side_by_side
-from console.measure import methods
 from console.measure.methods import MethodResult
 from console.measure.session import MeasureError, MeasureSession
 
@@ -63,113 +69,12 @@ if TYPE_CHECKING:
     from console.service import ApplyResult, EngineService, FlagPlan
     from console.store import RunStore
 
-# The rows moved to `baseline_rows`; their names stay importable from here.
-__all__ = ["HEADERS", "BaselineApply", "BaselinePlan", "BaselineRow", "apply_with_baseline",
-           "available_orders", "baseline_comparison", "baseline_plan", "choose_order",
-           "compare_samples", "comparison_lines", "plan_for", "run_baseline"]  # fmt: skip
-
-# The defaults a host profile's `[baseline]` table overrides (console/config.py): a short
-# context, and a long one at `long_fraction` of the engine's context length, since a change
-# that matters at long context (a draft window, a context length) cannot show at 256.
-BASELINE = {"context": 256, "max_tokens": 96, "text_types": ("code", "prose"), "repeat": 3,
-            "long_fraction": 0.9}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BaselinePlan:
-    """The points a baseline measures: prompt lengths, output length, text types, repeats."""
-
-    contexts: tuple[int, ...]
-    output: int
-    text_types: tuple[str, ...]
-    repeat: int
-    notes: tuple[str, ...] = ()  # what was clamped to fit the engine
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"contexts": list(self.contexts), "output": self.output,
-                "text_types": list(self.text_types), "repeat": self.repeat}  # fmt: skip
-
-
-def default_contexts(context_limit: int | None, output: int) -> list[int]:
-    """256 and ~90% of the context length (rounded down to 64), or 256 alone when the
-    engine does not say its context length."""
-    short = int(BASELINE["context"])
-    if context_limit is None:
-        return [short]
-    long = int(context_limit * float(BASELINE["long_fraction"])) // 64 * 64
-    return sorted({short, long})
-
-
-def baseline_plan(
-    profile: BaselineProfile | None,
-    context_limit: int | None,
-    *,
-    contexts: Sequence[int] | None = None,
-    output: int | None = None,
-    text_types: Sequence[str] | None = None,
-) -> BaselinePlan:
-    """The profile's baseline with this run's overrides, every context clamped so that it
-    and the output fit the engine's context length (said in `notes`)."""
-    profile = profile or BaselineProfile()
-    out = output or profile.output
-    wanted = list(contexts or profile.contexts or default_contexts(context_limit, out))
-    notes = []
-    if context_limit is not None:
-        room = context_limit - out
-        if room < 1:
-            raise MeasureError(
-                f"A baseline output of {out} tokens leaves no room for a prompt in the "
-                f"engine's context length {context_limit}; use a smaller --baseline-output."
-            )
-        for c in [c for c in wanted if c > room]:
-            notes.append(f"context {c} clamped to {room} ({out} output tokens must fit "
-                         f"in {context_limit})")  # fmt: skip
-        wanted = [min(c, room) for c in wanted]
-    return BaselinePlan(
-        contexts=tuple(sorted(set(wanted))),
-        output=out,
-        text_types=tuple(text_types or profile.text_types),
-        repeat=profile.repeat,
-        notes=tuple(notes),
-    )
-
-
-async def plan_for(session: MeasureSession, **overrides: Any) -> BaselinePlan:
-    """The baseline plan for this session's host profile and engine, with overrides."""
-    facts = await session.facts()
-    return baseline_plan(session.service.profile.baseline, facts.context_limit, **overrides)
-
-
-async def run_baseline(
-    session: MeasureSession,
-    plan: BaselinePlan | None = None,
-    *,
-    target: SampleTarget | None = None,
-    prior: Sequence[RequestSample] = (),
-    first_index: int = 0,
-    min_rounds: int | None = None,
-    max_rounds: int | None = None,
-    rounds: dict[tuple[str, int], int] | None = None,
-) -> MethodResult:
-    """The baseline's points (`plan`, else the profile's), the same before and after a
-    change; with `target`, repeated until each point's tok/s interval is narrow enough
-    (see `context_sweep`). Stored as kind "baseline", so it is never taken for the sweep
-    a verdict's model is fitted from."""
-    plan = plan or await plan_for(session)
-    with session.labelled("baseline"):
-        return await methods.context_sweep(
-            session,
-            contexts=list(plan.contexts),
-            output_tokens=plan.output,
-            text_types=list(plan.text_types),
-            repeat=plan.repeat,
-            target=target,
-            prior=prior,
-            first_index=first_index,
-            min_rounds=min_rounds,
-            max_rounds=max_rounds,
-            rounds=rounds,
-        )
+# The rows live in `baseline_rows`, a block in `baseline_block`; their names stay
+# importable from here.
+__all__ = ["BASELINE", "HEADERS", "BaselineApply", "BaselinePlan", "BaselineRow",
+           "apply_with_baseline", "available_orders", "baseline_comparison", "baseline_plan",
+           "choose_order", "compare_samples", "comparison_lines", "default_contexts",
+           "plan_for", "rounds_by_point", "run_baseline"]  # fmt: skip
 
 
 @dataclass
@@ -183,7 +88,7 @@ class BaselineApply:
     after: MethodResult | None
     rows: list[BaselineRow] = field(default_factory=list)
     before_again: MethodResult | None = None
-    after_again: MethodResult | None = None  # a step-time finding measured again
+    again: list[MethodResult] = field(default_factory=list)  # blocks read to confirm
     order: str = "A-B"
     notes: list[str] = field(default_factory=list)
     drift: Drift = field(default_factory=Drift.none)
@@ -210,7 +115,7 @@ class BaselineApply:
                 "before": run_id(self.before),
                 "after": run_id(self.after),
                 "before_again": run_id(self.before_again),
-                "after_again": run_id(self.after_again),
+                "again": [run_id(r) for r in self.again],
             },
             "rows": [r.as_dict() for r in self.rows],
             "sample_size": {
@@ -219,28 +124,11 @@ class BaselineApply:
                     ("before", self.before),
                     ("after", self.after),
                     ("before_again", self.before_again),
-                    ("after_again", self.after_again),
                 )
                 if r is not None
             },
             "notes": list(self.notes),
         }
-
-
-def rounds_by_point(result: MethodResult) -> dict[tuple[str, int], int]:
-    """The whole rounds each point of this block took."""
-    points = (result.figures.get("sample_size") or {}).get("points") or []
-    return {(p["text_type"], int(p["context"])): int(p["rounds"]) for p in points}
-
-
-def _noise_notes(**blocks: MethodResult | None) -> list[str]:
-    """The sample-size sentence of each block that did not reach the target, by side."""
-    notes = []
-    for side, r in blocks.items():
-        message = r and (r.figures.get("sample_size") or {}).get("message")
-        if message:
-            notes.append(f"{side.replace('_', ' ')}: {message}")
-    return notes
 
 
 ORDERS = ("auto", "A-B", "A-B-A-B", "side-by-side")
@@ -328,9 +216,9 @@ async def apply_with_baseline(
         done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
                                drift=drift)  # fmt: skip
     done.drift, done.calibrated = drift, calibrated
-    if chosen != "side-by-side" and _rests_on_step_time(done.rows):
-        await _confirm(session, service, plan, points, done, timeout=timeout, target=target,
-                       noise=noise)  # fmt: skip
+    if chosen != "side-by-side" and rests_on_step_time(done.rows):
+        await confirm(session, service, plan, points, done, timeout=timeout, target=target,
+                      noise=noise)  # fmt: skip
     if calibrated:
         done.notes.insert(0, "calibrated first: no noise profile for this host and flags")
     return done
@@ -358,7 +246,7 @@ async def _side_by_side(
     )  # fmt: skip
     rows = baseline_comparison(before, after, drift=drift) if after is not None else []
     return BaselineApply(result, before, after, rows, order="side-by-side",
-                         notes=_noise_notes(before=before, after=after))  # fmt: skip
+                         notes=noise_notes(before=before, after=after))  # fmt: skip
 
 
 async def _a_then_b(
@@ -382,7 +270,7 @@ async def _a_then_b(
     after = await run_baseline(session, points, target=target, rounds=rounds_by_point(before))
     return BaselineApply(
         result, before, after, baseline_comparison(before, after, drift=drift),
-        notes=_noise_notes(before=before, after=after),
+        notes=noise_notes(before=before, after=after),
     )  # fmt: skip
 
 
@@ -427,59 +315,5 @@ async def _bracketed(
     rows = baseline_comparison(before, after, *extra, drift=drift) if result.ok else []
     return BaselineApply(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
-        notes=_noise_notes(before=before, after=after, before_again=before_again),
+        notes=noise_notes(before=before, after=after, before_again=before_again),
     )  # fmt: skip
-
-
-def _rests_on_step_time(rows: Sequence[BaselineRow]) -> bool:
-    """A row whose finding is step time alone, commit unmoved: the shape a slow spell of
-    the host between two blocks takes."""
-    return any(r.step_time_s.finding and not r.commit_len.finding for r in rows)
-
-
-async def _confirm(
-    session: MeasureSession,
-    service: EngineService,
-    plan: FlagPlan,
-    points: BaselinePlan,
-    done: BaselineApply,
-    *,
-    timeout: float,
-    target: SampleTarget,
-    noise: NoiseProfile | None,
-) -> None:
-    """Measure the finding again, in place: A-B goes back to A for the before side's
-    second block and applies B again; A-B-A-B (already in B, with two before blocks) reads
-    B's second block. Both sides then pool two blocks, and the shift between each side's
-    own two blocks joins the host's calibration in the drift ("A-B twice")."""
-    first = done.rows
-    session.note("step time moved at unchanged commit across a restart: measuring both "
-                 "sides again before reporting it ...")  # fmt: skip
-    if done.before_again is None:
-        back = await service.rollback(timeout=timeout)
-        if not back.ok:
-            done.notes.append(f"not measured again: the flags before the change did not come "
-                              f"back ({back.event.describe()})")  # fmt: skip
-            return
-        done.before_again = await run_baseline(session, points, target=target,
-                                               rounds=rounds_by_point(done.before))  # fmt: skip
-        result = await service.apply(plan, timeout=timeout)
-        if not result.ok:
-            done.result, done.rows = result, []
-            done.notes.append("the change did not apply again; no comparison is reported")
-            return
-    done.after_again = await run_baseline(session, points, target=target,
-                                          rounds=rounds_by_point(done.after))  # fmt: skip
-    halves = ((done.before, done.before_again), (done.after, done.after_again))
-    own = [d for d in (block_shift(a.samples, b.samples) for a, b in halves) if d]
-    profile = noise or NoiseProfile(service.profile.name, service.profile.engine, "", (), (), ())
-    done.drift = dataclasses.replace(profile.with_shifts(own).drift("A-B twice"), source=(
-        f"{profile.drift('A-B').source if noise else 'no calibration'}, and this "
-        f"comparison's own shifts {', '.join(f'{math.expm1(d):+.1%}' for d, _ in own)}"
-    ))  # fmt: skip
-    before = [*done.before.samples, *done.before_again.samples]
-    done.rows = compare_samples(before, [*done.after.samples, *done.after_again.samples],
-                                drift=done.drift)  # fmt: skip
-    moved = "; ".join(f"{r.text_type} {r.context} step time {r.step_time_s.change_text()}"
-                      for r in first if r.step_time_s.finding)  # fmt: skip
-    done.notes.append(f"first reading: {moved}; measured again, the rows above pool both")

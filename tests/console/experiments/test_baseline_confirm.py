@@ -3,10 +3,12 @@
 Synthetic blocks stand in for the engine's (`run_baseline` is replaced; the service only
 applies and rolls back), so the timings are known by construction:
 - a slow spell of the host that hit only the after block (the field reports' trap: a
-  parser change read as a speed change, here 35% slower at unchanged flags' speed) must
-  not come out as a finding once both sides are read twice;
+  parser change read as a speed change, here 35% slower at unchanged speed) must not
+  come out as a finding: the after side's two blocks disagree, a third agrees with the
+  second, and the spell's block is left out;
+- a spell that cannot be told apart (every block its own speed) is a wide interval;
 - a real regression (every after block 25% slower) must still be reported, confirmed.
-Both read as findings on the first reading alone, which is what the old code reported.
+All read as findings on the first reading alone, which is what the old code reported.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 
 from console.analysis.noise_profile import NoiseProfile
-from console.experiments import baseline
+from console.experiments import baseline, baseline_confirm
 from console.experiments.baseline import BaselinePlan, apply_with_baseline
 from console.measure.methods import MethodResult
 from tests.console.analysis.test_pairing import requests
@@ -60,6 +62,7 @@ def _scripted(monkeypatch: pytest.MonkeyPatch, slow: list[float]) -> list[int]:
         return MethodResult("context-sweep", i, samples, [], figures={"sample_size": sizes})
 
     monkeypatch.setattr(baseline, "run_baseline", fake)
+    monkeypatch.setattr(baseline_confirm, "run_baseline", fake)
     return calls
 
 
@@ -68,25 +71,45 @@ async def _apply(order: str, service: FakeService) -> baseline.BaselineApply:
                                      order=order, noise=CALM)  # fmt: skip
 
 
+# Block speeds in call order. A-B: A, B, then (confirming) A, B, and a third B where the
+# after side's two disagree. A-B-A-B: A's first half, B, A's second half, then the same.
+SPELL_IN_B = {"A-B": [1.0, 1.35, 1.0, 1.0, 1.0], "A-B-A-B": [1.0, 1.35, 1.0, 1.0, 1.0, 1.0]}
+REGRESSION = {"A-B": [1.0, 1.25, 1.0, 1.25], "A-B-A-B": [1.0, 1.25, 1.0, 1.0, 1.25]}
+NO_TELLING = {"A-B": [1.0, 1.35, 1.0, 1.0, 1.6], "A-B-A-B": [1.0, 1.35, 1.0, 1.0, 1.0, 1.6]}
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("order", ["A-B", "A-B-A-B"])
-async def test_a_slow_spell_in_one_block_is_not_reported_as_a_finding(
+async def test_a_slow_spell_in_one_block_is_left_out_not_reported(
     monkeypatch: pytest.MonkeyPatch, order: str
 ) -> None:
-    # A-B: A, B (a slow spell), then A and B again. A-B-A-B: A, B (slow), A, then B again.
-    calls = _scripted(monkeypatch, [1.0, 1.35, 1.0, 1.0])
+    calls = _scripted(monkeypatch, SPELL_IN_B[order])
     service = FakeService()
     done = await _apply(order, service)
-    assert len(calls) == 4 and done.after_again is not None  # measured a second time
+    assert len(calls) == len(SPELL_IN_B[order]) and len(done.again) == 3  # A, B, B
     first = [n for n in done.notes if n.startswith("first reading")]
     assert first and "step time +3" in first[0]  # what the old code reported as the answer
+    left = [n for n in done.notes if n.startswith("left out")]
+    assert left and "the after side's block 1 of 3" in left[0] and "+35%" in left[0], left
     (row,) = done.rows
     assert not row.step_time_s.finding and not row.decode_tok_s.finding, row.moved
-    assert row.verdict is not None and row.verdict.outcome != "not physics"
-    # the spell shows in the drift term: the after side's own two blocks disagreed
-    assert done.drift.order == "A-B twice" and done.drift.term() > 0.2
-    assert "this comparison's own shifts" in done.drift.source and "-25.7%" in done.drift.source
+    assert row.verdict is not None and row.verdict.outcome == "physics", row.verdict.text()
+    assert done.drift.order == "A-B twice" and "this comparison's own shifts" in done.drift.source
     assert service.calls[-1] == "apply"  # the change is what the service runs at the end
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("order", ["A-B", "A-B-A-B"])
+async def test_blocks_that_cannot_be_told_apart_give_a_wide_interval(
+    monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
+    _scripted(monkeypatch, NO_TELLING[order])
+    done = await _apply(order, FakeService())
+    assert not [n for n in done.notes if n.startswith("left out")]  # no two of three agree
+    (row,) = done.rows
+    assert not row.step_time_s.finding, row.moved
+    assert row.verdict is not None and row.verdict.outcome == "not enough evidence"
+    assert done.drift.term() > 0.2  # the side's own disagreeing blocks are in the drift
 
 
 @pytest.mark.asyncio
@@ -94,14 +117,15 @@ async def test_a_slow_spell_in_one_block_is_not_reported_as_a_finding(
 async def test_a_real_step_time_regression_is_confirmed(
     monkeypatch: pytest.MonkeyPatch, order: str
 ) -> None:
-    calls = _scripted(monkeypatch, [1.0, 1.25, 1.0, 1.25])
+    calls = _scripted(monkeypatch, REGRESSION[order])
     done = await _apply(order, FakeService())
-    assert len(calls) == 4
+    assert len(calls) == len(REGRESSION[order]) and len(done.again) == 2  # no third block
     (row,) = done.rows
     assert row.step_time_s.finding and row.decode_tok_s.finding
     assert row.step_time_s.change.ratio == pytest.approx(1.25, rel=0.02)
     assert row.verdict is not None and row.verdict.outcome == "not physics"
-    assert row.n_before == row.n_after == 16  # both sides pool two blocks of 8
+    # both sides pool two blocks of 8 (the fake's A-B-A-B halves are whole blocks: three)
+    assert (row.n_before, row.n_after) == ((16, 16) if order == "A-B" else (24, 16))
     assert done.drift.term() < 0.15  # a calm host and two agreeing blocks a side
     assert "measured A-B twice" in done.drift.text()
 
@@ -111,7 +135,7 @@ async def test_no_finding_is_not_measured_again(monkeypatch: pytest.MonkeyPatch)
     calls = _scripted(monkeypatch, [1.0, 1.01, 1.0, 1.0])
     service = FakeService()
     done = await _apply("A-B", service)
-    assert len(calls) == 2 and done.after_again is None and service.calls == ["apply"]
+    assert len(calls) == 2 and not done.again and service.calls == ["apply"]
     assert done.drift.order == "A-B"
 
 
