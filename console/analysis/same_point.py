@@ -53,6 +53,10 @@ class SamePointVerdict:
                    f"round(s) each; {self.figures.drift.text()}")  # fmt: skip
         if self.figures.unmatched:
             out.append(f"  {self.figures.unmatched} passage(s) read on one side only, left out")
+        if self.factor == "step time" and self.figures.drift.order == "A-B":
+            out.append("  each side is one block at its own time: a slow spell of the host "
+                       "during one reads the same way; read both again to tell (`set "
+                       "--baseline` does before it reports)")  # fmt: skip
         return out
 
     def text(self) -> str:

@@ -150,6 +150,7 @@ async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> N
     ((_label, verdict),) = done.pairs
     assert verdict.outcome == "not physics" and verdict.factor == "step time", verdict.text()
     assert "(the host or the engine got slower)" in verdict.headline
+    assert "slow spell of the host" in verdict.text()  # one block a side: it says so
     assert done.drift.measured and "no model needed" in done.lines()[0]
     null = await explain_runs(store, await store.run(a), await store.run(same))
     assert null.pairs[0][1].outcome == "physics", null.pairs[0][1].text()
