@@ -206,6 +206,18 @@ class RotaryEmbedding(nn.Module):
             self._tables[key] = table
         return table
 
+    def span(
+        self, first: int, count: int, device: torch.device, dtype: torch.dtype, signed: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward` for the consecutive positions first..first+count-1 (the drafter's context
+        and block rows): slices of the tables instead of gathers by a position tensor, so
+        no position tensor is built and nothing is read back. Same values, bit for bit."""
+        if torch.is_grad_enabled():
+            return self(torch.arange(first, first + count, device=device)[None], dtype, signed)
+        table = self._table(first + count, device, dtype)
+        rows = slice(first, first + count)
+        return table[0][None, None, rows], table[2 if signed else 1][None, None, rows]
+
     def reserve(self, positions: int) -> None:
         """Promise that every position passed from now on is below `positions`."""
         self.reserved = max(self.reserved, positions)
