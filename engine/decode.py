@@ -18,7 +18,7 @@ import torch
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
-from engine.tree import TreeMask, build_tree, follow_verified
+from engine.tree import TreeIds, TreeMask, build_tree, follow_verified
 
 METHODS = ("ar", "dflash", "ddtree")
 
@@ -210,6 +210,7 @@ class Decoder:
         cache = self.target.new_cache(self.max_context)
         session = self.new_draft_session() if self.method != "ar" else None
         self._tree_mask = TreeMask(self.target.dtype, self.target.device)
+        self._tree_ids = TreeIds(self.target.device)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(
@@ -323,8 +324,7 @@ class Decoder:
         draft_ms = clock.lap()
         budget = min(self.budget, self._room(start) - 1)
         tree = build_tree(bonus, draft_logits, budget)
-        ids = torch.tensor([tree.tokens], device=dev)
-        pos = tree.position_ids(start, dev)
+        ids, pos = self._tree_ids(tree, start)
         mask = self._tree_mask(tree.visibility, ctx)
         tree_ms = clock.lap()
         logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)

@@ -140,7 +140,7 @@ class DFlashDrafter(nn.Module):
         self,
         ctx: torch.Tensor,
         block_ids: torch.Tensor,
-        position_ids: torch.Tensor,
+        position_ids: torch.Tensor | int,
         cache: KVCache | None,
         window: int | None = None,
         mask: torch.Tensor | None = None,
@@ -148,12 +148,17 @@ class DFlashDrafter(nn.Module):
         """Hidden states of the block rows [1, B, H].
 
         ctx: fused context rows [1, C, H] not yet in `cache`; position_ids cover those C rows
-        then the B block rows. The caller crops `cache` back to the committed length after.
+        then the B block rows (an int: the first of C + B consecutive positions). The caller
+        crops `cache` back to the committed length after.
         """
         h = self.target.embed(block_ids)
         fused = self.layers[0].self_attn.qkv is not None  # then it takes the signed table
-        cos, sin = self.rotary_emb(position_ids, h.dtype, signed=fused)
         n_ctx = ctx.shape[1]
+        if isinstance(position_ids, int):  # consecutive rows from this position
+            rows = n_ctx + h.shape[1]
+            cos, sin = self.rotary_emb.span(position_ids, rows, h.device, h.dtype, signed=fused)
+        else:
+            cos, sin = self.rotary_emb(position_ids, h.dtype, signed=fused)
         for i, layer in enumerate(self.layers):
             h = layer(h, ctx, cos, sin, n_ctx, cache, i, window, mask)
         if cache is not None:
@@ -177,6 +182,7 @@ class DraftSession:
         self.window = window
         self.pending: torch.Tensor | None = None  # fused ctx rows for positions cache.length..
         self._block: torch.Tensor | None = None  # [bonus, MASK...], reused every round
+        self._block_np = None  # its numpy view on CPU
 
     def add_context(self, target_hidden: list[torch.Tensor]) -> None:
         fused = self.drafter.fuse(target_hidden)
@@ -197,9 +203,13 @@ class DraftSession:
                 (1, block_size), d.config.mask_token_id, dtype=torch.long, device=dev
             )
             self._block = block
-        block[0, 0] = bonus  # the other rows stay MASK: the drafter never writes them
-        pos = torch.arange(self.cache.length, start + block_size, device=dev)[None]
-        hidden = d(ctx, block, pos, self.cache, self.window)
+            # On CPU the bonus is written through a numpy view of the block: no torch op.
+            self._block_np = block.numpy() if block.device.type == "cpu" else None
+        if self._block_np is not None:
+            self._block_np[0, 0] = bonus  # the other rows stay MASK: never written
+        else:
+            block[0, 0] = bonus
+        hidden = d(ctx, block, self.cache.length, self.cache, self.window)
         self.cache.crop(start)  # keep committed context rows only, drop the block
         self.pending = None
         return d.logits(hidden[0, 1:])

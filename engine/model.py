@@ -184,7 +184,8 @@ class RotaryEmbedding(nn.Module):
         self.theta = theta
         self.reserved = 0  # positions below this are guaranteed by the caller (`reserve`)
         self._inv_freq: dict[torch.device, torch.Tensor] = {}
-        self._tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
+        self._spans: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
 
     def inv_freq(self, device: torch.device) -> torch.Tensor:
         inv = self._inv_freq.get(device)
@@ -204,7 +205,21 @@ class RotaryEmbedding(nn.Module):
             sin = emb.sin().to(dtype)
             table = (emb.cos().to(dtype), sin, signed_sin(sin))
             self._tables[key] = table
+            self._spans[key] = tuple(t[None, None] for t in table)
         return table
+
+    def span(
+        self, first: int, count: int, device: torch.device, dtype: torch.dtype, signed: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward` for the consecutive positions first..first+count-1 (the drafter's context
+        and block rows): slices of the tables instead of gathers by a position tensor, so
+        no position tensor is built and nothing is read back. Same values, bit for bit."""
+        if torch.is_grad_enabled():
+            return self(torch.arange(first, first + count, device=device)[None], dtype, signed)
+        self._table(first + count, device, dtype)
+        cos, sin, ssin = self._spans[(device, dtype)]  # [1, 1, positions, D] views
+        rows = slice(first, first + count)
+        return cos[:, :, rows], (ssin if signed else sin)[:, :, rows]
 
     def reserve(self, positions: int) -> None:
         """Promise that every position passed from now on is below `positions`."""

@@ -42,13 +42,22 @@ class TreeMask:
     Every round's mask is zeros over the past and the tree's visibility over the new rows.
     Rebuilding it allocated and filled [N, past+N] per round, which grows with context;
     this buffer only clears the block the previous round wrote and writes the new one, so
-    a round touches N*N entries whatever the context.
+    a round touches N*N entries whatever the context. On CPU both writes go through a
+    numpy view of the buffer: numpy's few-microsecond calls in place of the torch ops
+    (a tensor from the visibility, a cast, two slices, a fill and a masked fill) that
+    cost a DDTree round, and only it, tens of microseconds a round.
     """
 
     def __init__(self, dtype: torch.dtype, device):
         self.buf = torch.zeros((0, 0), dtype=dtype, device=device)
         self.neg = torch.finfo(dtype).min
         self.written: tuple[int, int] | None = None  # (past_len, N) of the last block
+        self._view()
+
+    def _view(self) -> None:
+        self.buf4 = self.buf[None, None]
+        cpu = self.buf.device.type == "cpu" and self.buf.dtype == torch.float32
+        self.np = self.buf.numpy() if cpu else None  # numpy has no bfloat16
 
     def __call__(self, visibility: np.ndarray, past_len: int) -> torch.Tensor:
         n = visibility.shape[0]
@@ -56,14 +65,45 @@ class TreeMask:
         rows, cols = self.buf.shape
         if n > rows or end > cols:  # grow by doubling: a long request reallocates rarely
             self.buf = self.buf.new_zeros((max(n, rows), max(end, 2 * cols, 256)))
+            self._view()
             self.written = None
-        elif self.written is not None:
-            p, m = self.written
-            self.buf[:m, p : p + m] = 0
-        hidden = torch.from_numpy(~visibility).to(self.buf.device)
-        self.buf[:n, past_len:end].masked_fill_(hidden, self.neg)
+        if self.np is not None:
+            if self.written is not None:
+                p, m = self.written
+                self.np[:m, p : p + m] = 0
+            self.np[:n, past_len:end][~visibility] = self.neg
+        else:
+            if self.written is not None:
+                p, m = self.written
+                self.buf[:m, p : p + m] = 0
+            hidden = torch.from_numpy(~visibility).to(self.buf.device)
+            self.buf[:n, past_len:end].masked_fill_(hidden, self.neg)
         self.written = (past_len, n)
-        return self.buf[None, None, :n, :end]
+        return self.buf4[:, :, :n, :end]
+
+
+class TreeIds:
+    """Token and position ids [1, N] of each round's tree, written into one buffer kept
+    across the rounds of one request: two numpy writes into a view of it, where building
+    both tensors from lists took five torch ops a round."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+        self.buf = torch.zeros((2, 0), dtype=torch.long)
+        self.np = self.buf.numpy()
+
+    def __call__(self, tree: DraftTree, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        n = len(tree)
+        if n > self.buf.shape[1]:
+            self.buf = torch.zeros((2, max(n, 2 * self.buf.shape[1], 32)), dtype=torch.long)
+            self.np = self.buf.numpy()
+        self.np[0, :n] = tree.tokens
+        self.np[1, :n] = tree.depths
+        self.np[1, :n] += start
+        ids = self.buf[:, :n]
+        if self.device.type != "cpu":
+            ids = ids.to(self.device)
+        return ids[0:1], ids[1:2]
 
 
 def ancestry(parents: list[int]) -> np.ndarray:
@@ -87,9 +127,13 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
     """Best-first tree of at most `budget` nodes (plus the root) from logits [L, V]."""
     depth_limit, vocab = draft_logits.shape
     k = max(1, min(budget, vocab))
-    logp_t, tok_t = torch.log_softmax(draft_logits.float(), dim=-1).topk(k, dim=-1)
-    logp = logp_t.cpu().tolist()
-    tok = tok_t.cpu().tolist()
+    if draft_logits.dtype != torch.float32:
+        draft_logits = draft_logits.float()
+    logp_t, tok_t = torch.log_softmax(draft_logits, dim=-1).topk(k, dim=-1)
+    if logp_t.device.type != "cpu":
+        logp_t, tok_t = logp_t.cpu(), tok_t.cpu()
+    logp = logp_t.tolist()
+    tok = tok_t.tolist()
 
     tokens = [root_token]
     parents = [-1]

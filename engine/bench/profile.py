@@ -8,6 +8,11 @@ and the prompts. Commit lengths do not depend on the machine. `--ops` adds torch
 tables (top ops by their own time) of one verify forward and one draft forward at the
 first budget.
 
+`--op-counts` adds the torch ops each arm dispatches per decode round (the first prompt of
+each text type, prefill excluded). Unlike times, the count does not depend on what else
+the machine runs: on a shared host it tells whether a change removed work from a round
+when a few percent of time cannot be resolved.
+
 This is for steering optimisation work; the verdict on speed stays with the paired
 ratios of `python -m engine.bench`.
 """
@@ -21,6 +26,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from engine.bench.prompts import load_prompts
 from engine.checkpoint import load_bundle
@@ -40,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--ops", action="store_true", help="add per-op tables of verify and draft")
+    p.add_argument("--op-counts", action="store_true", help="add torch ops per round per arm")
     p.add_argument("--json", action="store_true")
     return p
 
@@ -98,6 +105,44 @@ def profile_rounds(args) -> dict:
     return report
 
 
+class _OpCounter(TorchDispatchMode):
+    """Counts the aten ops dispatched while it is active (views and in-place ops included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def ops_per_round(decoder: Decoder, ids: list[int], max_new_tokens: int) -> float:
+    """Mean torch ops one decode round dispatches (the prefill step excluded), counted on
+    the second of two identical requests: what the first grows once per model (the RoPE
+    tables) is not a round's work."""
+    decoder.generate(ids, max_new_tokens=max_new_tokens, ignore_eos=True)
+    with _OpCounter() as counter:
+        steps = decoder.stream(ids, max_new_tokens=max_new_tokens, ignore_eos=True)
+        next(steps)  # the prefill
+        after_prefill, rounds = counter.ops, sum(1 for _ in steps)
+    return round((counter.ops - after_prefill) / rounds, 1) if rounds else 0.0
+
+
+def op_counts(args) -> dict[str, dict[str, float]]:
+    """{type: {arm: torch ops per round}} on the first prompt of each text type."""
+    bundle = load_bundle()
+    rows = load_prompts(Path(args.prompts), None, 1)
+    decoders = arms(bundle, args.budgets)
+    return {
+        r.get("type", "text"): {
+            name: ops_per_round(dec, bundle.tokenizer.encode(r["prompt"]), args.max_new_tokens)
+            for name, dec in decoders.items()
+        }
+        for r in rows
+    }
+
+
 def op_tables(budget: int, rows: int = 20) -> dict[str, str]:
     """torch.profiler tables of one verify forward (a `budget` tree) and one draft forward."""
     from torch.profiler import ProfilerActivity, profile
@@ -154,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     report = {"threads": torch.get_num_threads(), "rounds": profile_rounds(args)}
     if args.ops:
         report["ops"] = op_tables(args.budgets[0])
+    if args.op_counts:
+        report["op_counts"] = op_counts(args)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -167,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
                 + " ".join(f"{r[p]:>7.3f}" for p in (*PHASES, "step_ms"))
                 + f" {r['commit_mean']:>6.2f} {r['tok_s_floor']:>7.1f}"
             )
+    for kind, by_arm in report.get("op_counts", {}).items():
+        print(f"{kind:<6} torch ops per round: "
+              + ", ".join(f"{a} {n:.1f}" for a, n in by_arm.items()))  # fmt: skip
     for name, table in report.get("ops", {}).items():
         print(f"\n{name} forward, 100 calls:\n{table}")
     return 0

@@ -90,3 +90,19 @@ def test_packed_weights_give_bit_identical_forwards_and_are_kept_per_matmul():
             a, ha = plain(ids[:, rows], torch.arange(24)[None, rows], output_layers=[0, 1])
             b, hb = packed(ids[:, rows], torch.arange(24)[None, rows], output_layers=[0, 1])
             assert torch.equal(a, b) and all(torch.equal(x, y) for x, y in zip(ha, hb, strict=True))
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_rotary_span_is_the_gather_of_its_positions(signed):
+    """The drafter's consecutive rows take slices of the RoPE tables: the same values, bit
+    for bit, as gathering them by a position tensor, also where the span grows the table."""
+    rope = model.RotaryEmbedding(64, 10_000.0)
+    with torch.inference_mode():
+        for first, count in [(0, 16), (250, 30), (1000, 7)]:
+            pos = torch.arange(first, first + count)[None]
+            cos, sin = rope.span(first, count, torch.device("cpu"), torch.float32, signed)
+            ref_cos, ref_sin = rope(pos, torch.float32, signed)
+            assert cos.shape == ref_cos.shape == (1, 1, count, 64)
+            assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
+    cos, _ = rope.span(5, 3, torch.device("cpu"), torch.float32)  # training: computed
+    assert torch.equal(cos, rope(torch.arange(5, 8)[None], torch.float32)[0])

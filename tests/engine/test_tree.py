@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from engine.tree import TreeMask, build_tree, follow_verified
+from engine.tree import TreeIds, TreeMask, build_tree, follow_verified
 
 
 def prefixes(tree):
@@ -98,21 +98,25 @@ def test_attention_mask_and_positions():
     assert tree.position_ids(10, "cpu")[0].tolist() == [10 + d for d in tree.depths]
 
 
-def test_reused_mask_equals_a_fresh_one_every_round():
-    """The per-request buffer only rewrites the block a round touches: what an earlier,
-    larger or shifted tree left behind must never show through, and growth must keep it."""
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # numpy view / torch ops
+def test_reused_mask_and_ids_equal_fresh_ones_every_round(dtype):
+    """The per-request buffers only rewrite what a round touches: what an earlier, larger
+    or shifted tree left behind must never show through, and growth must keep it."""
     g = torch.Generator().manual_seed(5)
-    masks = TreeMask(torch.float32, "cpu")
+    masks = TreeMask(dtype, "cpu")
+    assert (masks.np is not None) == (dtype == torch.float32)
+    tree_ids = TreeIds("cpu")
     past = 3
-    for budget in [9, 2, 15, 0, 15, 6, 1, 12]:
-        tree = build_tree(1, torch.randn(6, 8, generator=g) * 2, budget)
+    for budget in [9, 2, 15, 0, 40, 6, 1, 12]:
+        tree = build_tree(1, torch.randn(6, 50, generator=g) * 2, budget)
         got = masks(tree.visibility, past)
         n = len(tree)
-        fresh = torch.zeros(n, past + n)
-        fresh[:, past:].masked_fill_(
-            ~torch.from_numpy(tree.visibility), torch.finfo(torch.float32).min
-        )
+        fresh = torch.zeros(n, past + n, dtype=dtype)
+        fresh[:, past:].masked_fill_(~torch.from_numpy(tree.visibility), torch.finfo(dtype).min)
         assert torch.equal(got[0, 0], fresh), (budget, past)
+        ids, pos = tree_ids(tree, past)
+        assert ids.tolist() == [tree.tokens], budget
+        assert torch.equal(pos, tree.position_ids(past, "cpu")), budget
         past += 1 + budget * 37  # crosses the buffer's initial 256 columns, so it grows
 
 

@@ -42,3 +42,26 @@ def test_profile_reports_every_arm_per_text_type(capsys):
         assert 1.0 <= arms["ddtree-3"]["commit_mean"] <= 4.0  # a 3-node tree commits <= 4
         for r in arms.values():
             assert r["verify_ms"] > 0 and r["step_ms"] >= r["verify_ms"]
+
+
+def test_op_counts_are_per_round_deterministic_and_reported_per_arm(capsys):
+    from engine.bench.profile import ops_per_round
+    from engine.checkpoint import load_bundle
+    from engine.decode import Decoder
+
+    bundle = load_bundle()
+    ids = bundle.tokenizer.encode("def push(self, item):\n    self.items.append(item)\n")
+    ar = Decoder(bundle.target, method="ar")
+    ddtree = Decoder(bundle.target, bundle.drafter, method="ddtree")
+    counts = [ops_per_round(d, ids, 24) for d in (ar, ddtree, ar, ddtree)]
+    assert counts[:2] == counts[2:], "a count that varies would not resolve a change"
+    assert 0 < counts[0] < counts[1]  # a round drafts and builds a tree besides verifying
+    # Half the tokens leave AR's per-round count as it is: the prefill is not counted.
+    assert ops_per_round(ar, ids, 12) == counts[0]
+    assert main(["--json", "--budgets", "3", "--repeat", "1", "--limit", "1",
+                 "--max-new-tokens", "16", "--op-counts"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["op_counts"]) == {"code", "prose"}
+    for by_arm in report["op_counts"].values():
+        assert set(by_arm) == {"ar", "dflash", "ddtree-3"}
+        assert by_arm["ar"] < by_arm["ddtree-3"]
