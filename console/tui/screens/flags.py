@@ -32,6 +32,7 @@ from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.flag_title import FlagTitle
 from console.tui.widgets.tick_box import TickBox
+from console.tui.widgets.word_wrap import WrappedText
 
 # Values are never cut; the name is shown whole where the row has room: the type and
 # default (the editor panel shows both) give way first, then the name takes an ellipsis.
@@ -77,7 +78,7 @@ class FlagsScreen(FlagChecks, ViewScreen):
             yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
                 yield FlagTitle(id="flag-title")
-                yield Static("", id="flag-help")
+                yield WrappedText("", id="flag-help")
                 yield Input(placeholder="new value (blank: default)", id="flag-value")
                 yield Static("", id="flag-check")
         with Vertical(id="flag-pending", classes="panel"):
@@ -211,7 +212,7 @@ class FlagsScreen(FlagChecks, ViewScreen):
         if spec.note:
             text.append(spec.note + "\n\n", style="italic")
         text.append(spec.help or "(no help text)")
-        self.query_one("#flag-help", Static).update(text)
+        self.query_one("#flag-help", WrappedText).update(text)
         value = self.staged.get(name, current) if name in self.staged else current
         box = self.query_one("#flag-value", Input)
         options = list(spec.choices or ()) or (["true", "false"] if spec.type == "bool" else [])

@@ -6,6 +6,8 @@ each row on one line at 80x24.
 
 from __future__ import annotations
 
+import re
+
 from textual.app import App
 
 from console.tui.widgets.flag_title import name_lines
@@ -98,3 +100,63 @@ def test_the_comparison_says_its_interval_in_words() -> None:
             assert "[95% interval]" in shown.replace("\n", " "), shown
 
     asyncio.run(check())
+
+
+HELP = (
+    "Where the drafter's weights are read from when none is given, by default "
+    "/root/.cache/huggingface/hub/models--z-lab--Qwen3-4B-DFlash-b16/snapshots/"
+    "0123456789abcdef0123, or SPECCONSOLE_DRAFTER_CACHE_DIRECTORY_OVERRIDE; at most "
+    "123456789012345678 tokens."
+)
+
+
+def _breaks_ok(text: str, lines: list[str], width: int) -> None:
+    """`lines` are `text` cut for `width`: at spaces, or after / - _ inside a token
+    too long for a line, never between two digits."""
+    assert all(len(line) <= width for line in lines), lines
+    pos = 0
+    for line in lines:
+        start = text.index(line, pos)
+        assert text[pos:start].strip() == "", (text[pos:start], lines)  # only spaces dropped
+        end = start + len(line)
+        if end < len(text) and text[end] != " ":  # cut inside a token
+            if line[-1].isdigit() and text[end].isdigit():  # only a number wider than a line
+                assert len(re.search(r"\d+$", line)[0] + re.match(r"\d+", text[end:])[0]) > width
+            assert line[-1] in "/-_" or len(text[start:].split(" ")[0]) > width, line
+        pos = end
+    assert text[pos:].strip() == ""
+
+
+def test_help_wraps_at_words_and_breaks_long_tokens_at_separators() -> None:
+    from console.tui.widgets.word_wrap import line_spans
+
+    for width in (12, 20, 26, 33, 47, 80):
+        lines = [HELP[a:b] for a, b in line_spans(HELP, width)]
+        _breaks_ok(HELP, lines, width)
+    lines = [HELP[a:b] for a, b in line_spans(HELP, 20)]
+    assert "/root/.cache/" in lines and "0123456789abcdef0123," not in lines
+    assert not any(line.endswith(("hugg", "Qwe", "DFla")) for line in lines), lines
+    # a number wider than the line is the one thing cut where the line ends
+    number = "123456789012"
+    assert [number[a:b] for a, b in line_spans(number, 5)] == ["12345", "67890", "12"]
+    assert [f"ab {number}"[a:b] for a, b in line_spans(f"ab {number}", 13)] == ["ab", number]
+
+
+async def test_the_flag_help_is_wrapped_at_words_in_the_flags_view(monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    specs = tuple(replace(s, help=HELP) if s.name == "context-length" else s for s in fakes.SPECS)
+    monkeypatch.setattr(fakes, "SPECS", specs)
+    app, run_before = views.scenario("flags")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)
+        app.screen._select("context-length")
+        await pilot.pause()
+        panel = app.screen.query_one("#flag-help")
+        width = panel.scrollable_content_region.width
+        lines = str(panel.render()).split("\n")
+        start = next(i for i, line in enumerate(lines) if line.startswith("Where"))
+        assert len(HELP) > 2 * width  # it must wrap, several times
+        _breaks_ok(HELP, lines[start:], width)
