@@ -37,9 +37,12 @@ from console.tui.widgets.word_wrap import WrappedText
 # Values are never cut; the name is shown whole where the row has room: the type and
 # default (the editor panel shows both) give way first, then the name takes an ellipsis.
 FLAG_COLUMNS = (
-    Col("flag", flex=True, min_width=14),
-    Col("value"),
-    Col("from", optional=True),  # never cut; dropped whole on a narrow terminal
+    # The name whole first (four rows read `speculative-d…` at 88 columns); a long value
+    # (a path) gives way with "…", whole in the flag panel; a number is never that long.
+    Col("flag", flex=True, min_width=14, first=True),
+    Col("value", flex=True, min_width=9),
+    # never cut; dropped whole before a name would be cut (the panel says where from)
+    Col("from", optional=True, yields=True),
     Col("type", flex=True, min_width=4, yields=True),  # both shown whole in the panel
     Col("default", flex=True, min_width=7, yields=True),
 )

@@ -34,6 +34,9 @@ class Col:
     # dropped whole, last first, while the first flexible column would be cut: for
     # columns the view also shows elsewhere (a flag's type and default in its panel)
     yields: bool = False
+    # a flexible column that takes up to its natural width before the other flexible
+    # columns share what is left (a flag's name before its value, shown whole elsewhere)
+    first: bool = False
 
 
 class FittedTable(DataTable):
@@ -113,6 +116,10 @@ class FittedTable(DataTable):
             for i in flex:
                 widths[i] = min(natural[i], self._cols[i].min_width)
             spare = max(0, left - sum(widths[i] for i in flex))  # type: ignore[misc]
+            for i in (i for i in flex if self._cols[i].first):
+                take = min(spare, natural[i] - widths[i])  # type: ignore[operator]
+                widths[i] += take  # type: ignore[operator]
+                spare -= take
             extra = {i: natural[i] - widths[i] for i in flex}  # type: ignore[operator]
             total = sum(extra.values()) or 1
             for i in flex:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from textual.app import App
 
 from console.tui.widgets.flag_title import name_lines
@@ -160,3 +161,28 @@ async def test_the_flag_help_is_wrapped_at_words_in_the_flags_view(monkeypatch) 
         start = next(i for i, line in enumerate(lines) if line.startswith("Where"))
         assert len(HELP) > 2 * width  # it must wrap, several times
         _breaks_ok(HELP, lines[start:], width)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (88, 33), (100, 30)], ids=["80x24", "88x33", "100x30"])
+async def test_flag_names_are_whole_beside_a_long_path(monkeypatch, size) -> None:
+    # Four rows read `speculative-d…` at 88 columns (the browser's 800x600): the value
+    # column (a path) and the source column kept their width and the names gave way.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    path = "/root/.cache/huggingface/hub/models--z-lab--Qwen3-4B-DFlash-b16/snapshots/0123"
+    config = replace(fakes.CONFIG, flags={**fakes.FLAGS, "speculative-draft-model-path": path})
+    monkeypatch.setattr(fakes, "CONFIG", config)
+    drafter = replace(fakes.SPECS[0], name="speculative-draft-model-path", type="str",
+                      choices=None, default="None", help="Drafter weights.")  # fmt: skip
+    monkeypatch.setattr(fakes, "SPECS", (*fakes.SPECS, drafter))
+    app, run_before = views.scenario("flags")
+    async with app.run_test(size=size) as pilot:
+        await run_before(pilot)
+        text = "\n".join(_lines(app))
+        names = [s.name for s in fakes.SPECS if s.tuned]
+        for name in names:
+            assert re.search(rf"│ {name}\s", text), f"{name} cut at {size}:\n{text}"
+        # the path gives way, and says so
+        assert re.search(r"speculative-draft-model-path\s+/root/\S*…", text), text
