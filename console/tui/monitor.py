@@ -83,6 +83,11 @@ class ServiceMonitor:
         app = self.app
         previous = app.status
         app.status = status
+        if previous is None:
+            # The lifecycle log starts with the session: say what the engine was doing
+            # then, so an engine started before (by the CLI) does not read as no engine.
+            pid = f", pid {status.pid}" if status.pid is not None else ""
+            app.events.add(f"{status.state} when the console opened{pid}")
         if status.state == "ready" and (
             previous is None or previous.state != "ready" or previous.pid != status.pid
         ):
