@@ -89,8 +89,7 @@ class FittedTable(DataTable):
             for i, c in enumerate(self._cols)
         ]
         shown = [i for i in range(len(self._cols)) if i not in dropped]
-        # The width the cells may use: the table's, less its scrollbar and cell padding.
-        width = self.scrollable_content_region.width
+        width = self._cell_room()
 
         def room() -> int:
             return width - 2 * self.cell_padding * len(shown)
@@ -125,6 +124,14 @@ class FittedTable(DataTable):
             for i in flex:
                 widths[i] += spare * extra[i] // total  # type: ignore[operator]
         return widths
+
+    def _cell_room(self) -> int:
+        """The width the cells may use: the table's, less the vertical scrollbar its rows
+        will need (the one shown now appears only after the rows are added, and columns
+        fitted without it overflowed into a horizontal scrollbar)."""
+        rows = len(self._rows) + (1 if self.show_header else 0)
+        overflows = rows > self.content_region.height and self.styles.overflow_y != "hidden"
+        return self.content_region.width - (self.styles.scrollbar_size_vertical if overflows else 0)
 
     def _rebuild(self) -> None:
         """Draw the rows again at the widths that fit now, the cursor where it was.

@@ -186,3 +186,24 @@ async def test_flag_names_are_whole_beside_a_long_path(monkeypatch, size) -> Non
             assert re.search(rf"│ {name}\s", text), f"{name} cut at {size}:\n{text}"
         # the path gives way, and says so
         assert re.search(r"speculative-draft-model-path\s+/root/\S*…", text), text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (88, 33)], ids=["80x24", "88x33"])
+async def test_last_requests_fit_the_dashboard_without_a_sideways_scroll(size) -> None:
+    # Fixed column widths (a 40-cell "measured") overflowed 88 columns, the browser's
+    # 800x600, into a horizontal scrollbar over the last row.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    app, run_before = views.scenario("dashboard")
+    async with app.run_test(size=size) as pilot:
+        await run_before(pilot)
+        flagged = replace(fakes.requests()[0], flagged="the output loops from token 40 on")
+        app.ingest_live(requests=[*fakes.requests(), flagged])
+        await views.settle(pilot)
+        table = app.screen.query_one("#requests")
+        assert table.virtual_size.width <= table.scrollable_content_region.width, (
+            table.virtual_size, table.scrollable_content_region)  # fmt: skip
+        text = "\n".join(_lines(app))
+        assert re.search(r"code\s+512\s+128\s+138\.2\s+3\.61\s+26\.1", text), text
