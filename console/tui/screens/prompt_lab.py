@@ -142,7 +142,7 @@ class PromptLabScreen(ViewScreen):
     HOME = "#lab-results"
     # Only the curve row is styled here; it stays hidden until a request reports rounds.
     DEFAULT_CSS = """
-    PromptLabScreen #lab-curve { height: 2fr; min-height: 8; max-height: 18; display: none; }
+    PromptLabScreen #lab-curve { height: 3fr; min-height: 8; max-height: 18; display: none; }
     PromptLabScreen.-tall #lab-curve { min-height: 10; }
     PromptLabScreen #lab-curve-summary { height: auto; padding: 0 1; color: $text-muted; }
     /* Below 30 rows the curve gives way (its summary stays): the results keep their room. */
