@@ -207,3 +207,20 @@ async def test_last_requests_fit_the_dashboard_without_a_sideways_scroll(size) -
             table.virtual_size, table.scrollable_content_region)  # fmt: skip
         text = "\n".join(_lines(app))
         assert re.search(r"code\s+512\s+128\s+138\.2\s+3\.61\s+26\.1", text), text
+
+
+def test_a_comparison_s_figures_are_in_view_below_a_short_run_list() -> None:
+    # The run list took half the screen whatever its rows: with two runs at 100x30 the
+    # comparison's table started at the panel's bottom edge, every figure out of view.
+    import asyncio
+
+    app, run_before = views.scenario("history")  # two runs marked and compared
+
+    async def check() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await run_before(pilot)
+            shown = [line for line in _lines(app) if re.search(r"\d → \d", line)]
+            assert len(shown) >= 6, "\n".join(_lines(app))
+            assert re.search(r"64\s+code\s+tok/s\s+\S.*170\.7 → 170\.7", shown[0]), shown
+
+    asyncio.run(check())
