@@ -224,3 +224,14 @@ def test_a_comparison_s_figures_are_in_view_below_a_short_run_list() -> None:
             assert re.search(r"64\s+code\s+tok/s\s+\S.*170\.7 → 170\.7", shown[0]), shown
 
     asyncio.run(check())
+
+
+async def test_a_select_s_value_is_one_line_cut_with_an_ellipsis_at_80x24() -> None:
+    # The sweep method read "context" over "sweep", two lines that cost the points
+    # table a row.
+    app, run_before = views.scenario("sweeps")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)
+        lines = _lines(app)
+        assert any(re.search(r"│ context sw\w*… ▼", line) for line in lines), lines[:6]
+        assert not any(re.match(r"│ sweep\s", line) for line in lines), lines[:6]
