@@ -191,8 +191,9 @@ class DashboardScreen(ViewScreen):
             for label, w in zip(("flag", "value", "from"), widths, strict=True):
                 flags.add_column(label, width=w)
             self._load_flags()  # the labels' length depends on the width too
-            # A short screen has no row to spare for the header: the panel title says it.
-            flags.show_header = height >= 28
+        # Below 36 rows the panel holds the seven key flags or a header, not both (at
+        # 800x600 the tool-call parser was below its edge): the panel title says it.
+        self.query_one("#flags-table", DataTable).show_header = height >= 36
 
     def _show_state(self) -> None:
         session = self.session

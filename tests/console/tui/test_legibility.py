@@ -235,3 +235,20 @@ async def test_a_select_s_value_is_one_line_cut_with_an_ellipsis_at_80x24() -> N
         lines = _lines(app)
         assert any(re.search(r"│ context sw\w*… ▼", line) for line in lines), lines[:6]
         assert not any(re.match(r"│ sweep\s", line) for line in lines), lines[:6]
+
+
+async def test_all_seven_key_flags_show_at_800x600(monkeypatch) -> None:
+    # 88x33 (the browser's 800x600) gave the key flags a header and six rows: the
+    # tool-call parser was below the panel's edge.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    tool = replace(fakes.SPECS[-1], name="tool-call-parser", choices=("qwen3",), default="None")
+    monkeypatch.setattr(fakes, "SPECS", (*fakes.SPECS, tool))
+    app, run_before = views.scenario("dashboard")
+    async with app.run_test(size=(88, 33)) as pilot:
+        await run_before(pilot)
+        text = "\n".join(_lines(app))
+        for label in ("algorithm", "draft tokens", "context length", "tool-call parser"):
+            assert label in text, text
