@@ -19,6 +19,7 @@ from console.hosts import resolve_host
 from console.service import EngineService
 from console.settings import ConsoleSettings
 from console.transport import HostKeyChanged, HostKeyInfo, Transport
+from console.tui.monitor import note_first_status
 from console.tui.screens.connect import ConnectScreen
 from console.tui.screens.modals import HostKeyScreen
 
@@ -88,6 +89,7 @@ class HostConnection:
             self._connect_failed(one_line(exc))
             return
         app.service, app.transport = service, transport
+        note_first_status(app, status)
         app.status = status
         app.connected()
 

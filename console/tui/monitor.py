@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from console.tui.app import SpecConsoleApp
 
 
+def note_first_status(app: SpecConsoleApp, status: ServiceStatus) -> None:
+    """The lifecycle log starts with the session: it first says what the engine was doing
+    then, so an engine started before (by the CLI) does not read as no engine at all."""
+    pid = f", pid {status.pid}" if status.pid is not None else ""
+    app.events.add(f"{status.state} when the console opened{pid}")
+
+
 class ServiceMonitor:
     def __init__(self, app: SpecConsoleApp) -> None:
         self.app = app
@@ -82,6 +89,8 @@ class ServiceMonitor:
         """Take a new status; the server info is read again when a new engine is ready."""
         app = self.app
         previous = app.status
+        if previous is None:
+            note_first_status(app, status)
         app.status = status
         if status.state == "ready" and (
             previous is None or previous.state != "ready" or previous.pid != status.pid

@@ -48,6 +48,7 @@ from console.tui.screens.dashboard_figures import (  # noqa: F401  (tests and be
 )
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.chart import Chart
+from console.tui.widgets.fitted_table import FittedTable
 from console.tui.widgets.status_bar import state_text
 
 
@@ -123,7 +124,7 @@ class DashboardScreen(ViewScreen):
                                     ("GPU util / mem (%)", "chart-gpu")):  # fmt: skip
                 yield Chart(title, hz=hz, legend=chart_id == "chart-gpu", id=chart_id)
         yield Static("", id="live-caption")
-        yield DataTable(id="requests", show_cursor=False, zebra_stripes=True)
+        yield FittedTable(REQUEST_COLUMNS, id="requests", show_cursor=False, zebra_stripes=True)
 
     def on_mount(self) -> None:
         self._flag_widths: tuple[int, ...] = ()
@@ -136,10 +137,7 @@ class DashboardScreen(ViewScreen):
         self.query_one("#dash-flags").border_title = "key flags"
         self.query_one("#dash-state").border_title = "service"
         self.query_one("#dash-now").border_title = "now"
-        requests = self.query_one("#requests", DataTable)
-        requests.border_title = "last requests"
-        for label, width in REQUEST_COLUMNS:
-            requests.add_column(label, width=width)
+        self.query_one("#requests").border_title = "last requests"
         for name in ("status", "lifecycle", "running"):
             watch_state(self, name, lambda _=None: self._show_state())
         watch_state(self, "server_info", lambda _=None: self._load_flags())
@@ -193,8 +191,9 @@ class DashboardScreen(ViewScreen):
             for label, w in zip(("flag", "value", "from"), widths, strict=True):
                 flags.add_column(label, width=w)
             self._load_flags()  # the labels' length depends on the width too
-            # A short screen has no row to spare for the header: the panel title says it.
-            flags.show_header = height >= 28
+        # Below 36 rows the panel holds the seven key flags or a header, not both (at
+        # 800x600 the tool-call parser was below its edge): the panel title says it.
+        self.query_one("#flags-table", DataTable).show_header = height >= 36
 
     def _show_state(self) -> None:
         session = self.session
@@ -325,7 +324,6 @@ class DashboardScreen(ViewScreen):
         if key == getattr(self, "_requests_key", None):
             return
         self._requests_key = key
-        table = self.query_one("#requests", DataTable)
-        table.clear()
-        for r in reversed(shown):
-            table.add_row(*request_row(r))
+        self.query_one("#requests", FittedTable).set_rows(
+            [(request_row(r), None) for r in reversed(shown)]
+        )

@@ -15,18 +15,17 @@ from console.analysis.records import LiveSample, RequestSample
 from console.measure.live import is_warmup_sample
 from console.measure.live_samples import WALL_CLOCK_NOTE
 from console.tui.widgets.chart import ChartSeries
+from console.tui.widgets.fitted_table import Col
 from console.tui.widgets.plotext_render import RGB, legend_entry
 
+# Figures as wide as their widest cell; the text type and how each was measured give
+# way with "…" (fixed widths overflowed 88 columns, the browser's 800x600, into a
+# horizontal scrollbar); TTFT, often "-", goes before a figure would be cut.
 REQUEST_COLUMNS = (
-    ("text", 10),
-    ("context", 7),
-    ("tokens", 6),
-    ("tok/s", 7),
-    ("commit", 6),
-    ("step ms", 7),
-    ("TTFT ms", 7),
-    ("measured", 40),
-)
+    Col("text", flex=True, min_width=5), Col("context"), Col("tokens"), Col("tok/s"),
+    Col("commit"), Col("step ms"), Col("TTFT ms", optional=True),
+    Col("measured", flex=True, min_width=8, optional=True),
+)  # fmt: skip
 
 
 # Samples further apart than this are not joined: the engine only reports while it

@@ -32,13 +32,17 @@ from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.flag_title import FlagTitle
 from console.tui.widgets.tick_box import TickBox
+from console.tui.widgets.word_wrap import WrappedText
 
 # Values are never cut; the name is shown whole where the row has room: the type and
 # default (the editor panel shows both) give way first, then the name takes an ellipsis.
 FLAG_COLUMNS = (
-    Col("flag", flex=True, min_width=14),
-    Col("value"),
-    Col("from", optional=True),  # never cut; dropped whole on a narrow terminal
+    # The name whole first (four rows read `speculative-d…` at 88 columns); a long value
+    # (a path) gives way with "…", whole in the flag panel; a number is never that long.
+    Col("flag", flex=True, min_width=14, first=True),
+    Col("value", flex=True, min_width=9),
+    # never cut; dropped whole before a name would be cut (the panel says where from)
+    Col("from", optional=True, yields=True),
     Col("type", flex=True, min_width=4, yields=True),  # both shown whole in the panel
     Col("default", flex=True, min_width=7, yields=True),
 )
@@ -77,7 +81,7 @@ class FlagsScreen(FlagChecks, ViewScreen):
             yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
                 yield FlagTitle(id="flag-title")
-                yield Static("", id="flag-help")
+                yield WrappedText("", id="flag-help")
                 yield Input(placeholder="new value (blank: default)", id="flag-value")
                 yield Static("", id="flag-check")
         with Vertical(id="flag-pending", classes="panel"):
@@ -211,7 +215,7 @@ class FlagsScreen(FlagChecks, ViewScreen):
         if spec.note:
             text.append(spec.note + "\n\n", style="italic")
         text.append(spec.help or "(no help text)")
-        self.query_one("#flag-help", Static).update(text)
+        self.query_one("#flag-help", WrappedText).update(text)
         value = self.staged.get(name, current) if name in self.staged else current
         box = self.query_one("#flag-value", Input)
         options = list(spec.choices or ()) or (["true", "false"] if spec.type == "bool" else [])

@@ -53,7 +53,8 @@ FORM_TICKS = ("#lab-ignore-eos", "#lab-stream")
 RESULT_COLUMNS = (
     Col("text", flex=True, min_width=6), Col("context"), Col("tokens"),
     Col("TTFT ms", optional=True), Col("tok/s"), Col("commit"), Col("step ms"), Col("loop"),
-    Col("finish", optional=True), Col("measured", flex=True, min_width=12, optional=True),
+    Col("finish", optional=True, yields=True),
+    Col("measured", flex=True, min_width=12, optional=True, yields=True),
 )  # fmt: skip
 
 
@@ -84,16 +85,19 @@ def _range(iv: Interval | None, figure: tuple[str, float]) -> str:
 
 def pooled_rows(p: PointSummary) -> list[tuple[str, ...]]:
     """A run's repeats of one point pooled (`summarize`, what `specconsole prompt
-    --repeat` prints): the figures, and under them their 95% intervals (one row each,
-    so the table fits 80 columns with every interval whole)."""
+    --repeat` prints): the figures (tokens `n=3`), and under them their 95% intervals
+    (tokens `95% CI`; one row each, so the table fits 80 columns with every interval
+    whole)."""
     f = p.pooled
     figures = ((f and f.tok_s, fmt.TOK_S), (f and f.commit, fmt.COMMIT),
                (f and f.step_s, fmt.STEP_MS))  # fmt: skip
     values = [fmt.interval(iv, fig).split(" [")[0] for iv, fig in figures]
     how = f"pooled over {p.n} requests"
+    # Said in the narrow tokens column, so the text column is as wide as a text type and
+    # neither label is cut at 80 columns.
     return [
-        (f"{p.text_type} pooled", str(p.context), f"n={p.n}", "", *values, "", "", how),
-        ("  95% interval", "", "", "", *(_range(iv, fig) for iv, fig in figures), "", "",
+        (p.text_type, str(p.context), f"n={p.n}", "", *values, "", "", how),
+        ("", "", "95% CI", "", *(_range(iv, fig) for iv, fig in figures), "", "",
          "bootstrap over requests"),
     ]  # fmt: skip
 
@@ -138,7 +142,8 @@ class PromptLabScreen(ViewScreen):
     HOME = "#lab-results"
     # Only the curve row is styled here; it stays hidden until a request reports rounds.
     DEFAULT_CSS = """
-    PromptLabScreen #lab-curve { height: 2fr; min-height: 10; max-height: 18; display: none; }
+    PromptLabScreen #lab-curve { height: 3fr; min-height: 8; max-height: 18; display: none; }
+    PromptLabScreen.-tall #lab-curve { min-height: 10; }
     PromptLabScreen #lab-curve-summary { height: auto; padding: 0 1; color: $text-muted; }
     /* Below 30 rows the curve gives way (its summary stays): the results keep their room. */
     PromptLabScreen.-short #lab-curve.-shown { display: none; }

@@ -34,6 +34,9 @@ class Col:
     # dropped whole, last first, while the first flexible column would be cut: for
     # columns the view also shows elsewhere (a flag's type and default in its panel)
     yields: bool = False
+    # a flexible column that takes up to its natural width before the other flexible
+    # columns share what is left (a flag's name before its value, shown whole elsewhere)
+    first: bool = False
 
 
 class FittedTable(DataTable):
@@ -86,8 +89,7 @@ class FittedTable(DataTable):
             for i, c in enumerate(self._cols)
         ]
         shown = [i for i in range(len(self._cols)) if i not in dropped]
-        # The width the cells may use: the table's, less its scrollbar and cell padding.
-        width = self.scrollable_content_region.width
+        width = self._cell_room()
 
         def room() -> int:
             return width - 2 * self.cell_padding * len(shown)
@@ -113,11 +115,23 @@ class FittedTable(DataTable):
             for i in flex:
                 widths[i] = min(natural[i], self._cols[i].min_width)
             spare = max(0, left - sum(widths[i] for i in flex))  # type: ignore[misc]
+            for i in (i for i in flex if self._cols[i].first):
+                take = min(spare, natural[i] - widths[i])  # type: ignore[operator]
+                widths[i] += take  # type: ignore[operator]
+                spare -= take
             extra = {i: natural[i] - widths[i] for i in flex}  # type: ignore[operator]
             total = sum(extra.values()) or 1
             for i in flex:
                 widths[i] += spare * extra[i] // total  # type: ignore[operator]
         return widths
+
+    def _cell_room(self) -> int:
+        """The width the cells may use: the table's, less the vertical scrollbar its rows
+        will need (the one shown now appears only after the rows are added, and columns
+        fitted without it overflowed into a horizontal scrollbar)."""
+        rows = len(self._rows) + (1 if self.show_header else 0)
+        overflows = rows > self.content_region.height and self.styles.overflow_y != "hidden"
+        return self.content_region.width - (self.styles.scrollbar_size_vertical if overflows else 0)
 
     def _rebuild(self) -> None:
         """Draw the rows again at the widths that fit now, the cursor where it was.

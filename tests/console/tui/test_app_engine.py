@@ -100,6 +100,8 @@ async def test_start_apply_fail_rollback_quit(local_profile: HostProfile) -> Non
         async with app.run_test(size=(130, 42)) as pilot:
             await wait_for(pilot, "the first status", lambda: state(app) == "stopped", 60)
             await wait_for(pilot, "the start hint", lambda: "Press S" in text(app, "#state-hint"))
+            # The lifecycle log opens with the state found (before, it opened empty).
+            assert app.events.lines[0].endswith("stopped when the console opened"), app.events.lines
 
             # One key starts it; the lifecycle is followed to ready.
             seen: list[str] = []

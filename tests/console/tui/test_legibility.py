@@ -6,6 +6,9 @@ each row on one line at 80x24.
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from textual.app import App
 
 from console.tui.widgets.flag_title import name_lines
@@ -98,3 +101,154 @@ def test_the_comparison_says_its_interval_in_words() -> None:
             assert "[95% interval]" in shown.replace("\n", " "), shown
 
     asyncio.run(check())
+
+
+HELP = (
+    "Where the drafter's weights are read from when none is given, by default "
+    "/root/.cache/huggingface/hub/models--z-lab--Qwen3-4B-DFlash-b16/snapshots/"
+    "0123456789abcdef0123, or SPECCONSOLE_DRAFTER_CACHE_DIRECTORY_OVERRIDE; at most "
+    "123456789012345678 tokens."
+)
+
+
+def _breaks_ok(text: str, lines: list[str], width: int) -> None:
+    """`lines` are `text` cut for `width`: at spaces, or after / - _ inside a token
+    too long for a line, never between two digits."""
+    assert all(len(line) <= width for line in lines), lines
+    pos = 0
+    for line in lines:
+        start = text.index(line, pos)
+        assert text[pos:start].strip() == "", (text[pos:start], lines)  # only spaces dropped
+        end = start + len(line)
+        if end < len(text) and text[end] != " ":  # cut inside a token
+            if line[-1].isdigit() and text[end].isdigit():  # only a number wider than a line
+                assert len(re.search(r"\d+$", line)[0] + re.match(r"\d+", text[end:])[0]) > width
+            assert line[-1] in "/-_" or len(text[start:].split(" ")[0]) > width, line
+        pos = end
+    assert text[pos:].strip() == ""
+
+
+def test_help_wraps_at_words_and_breaks_long_tokens_at_separators() -> None:
+    from console.tui.widgets.word_wrap import line_spans
+
+    for width in (12, 20, 26, 33, 47, 80):
+        lines = [HELP[a:b] for a, b in line_spans(HELP, width)]
+        _breaks_ok(HELP, lines, width)
+    lines = [HELP[a:b] for a, b in line_spans(HELP, 20)]
+    assert "/root/.cache/" in lines and "0123456789abcdef0123," not in lines
+    assert not any(line.endswith(("hugg", "Qwe", "DFla")) for line in lines), lines
+    # a number wider than the line is the one thing cut where the line ends
+    number = "123456789012"
+    assert [number[a:b] for a, b in line_spans(number, 5)] == ["12345", "67890", "12"]
+    assert [f"ab {number}"[a:b] for a, b in line_spans(f"ab {number}", 13)] == ["ab", number]
+
+
+async def test_the_flag_help_is_wrapped_at_words_in_the_flags_view(monkeypatch) -> None:
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    specs = tuple(replace(s, help=HELP) if s.name == "context-length" else s for s in fakes.SPECS)
+    monkeypatch.setattr(fakes, "SPECS", specs)
+    app, run_before = views.scenario("flags")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)
+        app.screen._select("context-length")
+        await pilot.pause()
+        panel = app.screen.query_one("#flag-help")
+        width = panel.scrollable_content_region.width
+        lines = str(panel.render()).split("\n")
+        start = next(i for i, line in enumerate(lines) if line.startswith("Where"))
+        assert len(HELP) > 2 * width  # it must wrap, several times
+        _breaks_ok(HELP, lines[start:], width)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (88, 33), (100, 30)], ids=["80x24", "88x33", "100x30"])
+async def test_flag_names_are_whole_beside_a_long_path(monkeypatch, size) -> None:
+    # Four rows read `speculative-d…` at 88 columns (the browser's 800x600): the value
+    # column (a path) and the source column kept their width and the names gave way.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    path = "/root/.cache/huggingface/hub/models--z-lab--Qwen3-4B-DFlash-b16/snapshots/0123"
+    config = replace(fakes.CONFIG, flags={**fakes.FLAGS, "speculative-draft-model-path": path})
+    monkeypatch.setattr(fakes, "CONFIG", config)
+    drafter = replace(fakes.SPECS[0], name="speculative-draft-model-path", type="str",
+                      choices=None, default="None", help="Drafter weights.")  # fmt: skip
+    monkeypatch.setattr(fakes, "SPECS", (*fakes.SPECS, drafter))
+    app, run_before = views.scenario("flags")
+    async with app.run_test(size=size) as pilot:
+        await run_before(pilot)
+        text = "\n".join(_lines(app))
+        names = [s.name for s in fakes.SPECS if s.tuned]
+        for name in names:
+            assert re.search(rf"│ {name}\s", text), f"{name} cut at {size}:\n{text}"
+        # the path gives way, and says so
+        assert re.search(r"speculative-draft-model-path\s+/root/\S*…", text), text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (88, 33)], ids=["80x24", "88x33"])
+async def test_last_requests_fit_the_dashboard_without_a_sideways_scroll(size) -> None:
+    # Fixed column widths (a 40-cell "measured") overflowed 88 columns, the browser's
+    # 800x600, into a horizontal scrollbar over the last row.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    app, run_before = views.scenario("dashboard")
+    async with app.run_test(size=size) as pilot:
+        await run_before(pilot)
+        flagged = replace(fakes.requests()[0], flagged="the output loops from token 40 on")
+        app.ingest_live(requests=[*fakes.requests(), flagged])
+        await views.settle(pilot)
+        table = app.screen.query_one("#requests")
+        assert table.virtual_size.width <= table.scrollable_content_region.width, (
+            table.virtual_size, table.scrollable_content_region)  # fmt: skip
+        text = "\n".join(_lines(app))
+        assert re.search(r"code\s+512\s+128\s+138\.2\s+3\.61\s+26\.1", text), text
+
+
+def test_a_comparison_s_figures_are_in_view_below_a_short_run_list() -> None:
+    # The run list took half the screen whatever its rows: with two runs at 100x30 the
+    # comparison's table started at the panel's bottom edge, every figure out of view.
+    import asyncio
+
+    app, run_before = views.scenario("history")  # two runs marked and compared
+
+    async def check() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await run_before(pilot)
+            shown = [line for line in _lines(app) if re.search(r"\d → \d", line)]
+            assert len(shown) >= 6, "\n".join(_lines(app))
+            assert re.search(r"64\s+code\s+tok/s\s+\S.*170\.7 → 170\.7", shown[0]), shown
+
+    asyncio.run(check())
+
+
+async def test_a_select_s_value_is_one_line_cut_with_an_ellipsis_at_80x24() -> None:
+    # The sweep method read "context" over "sweep", two lines that cost the points
+    # table a row.
+    app, run_before = views.scenario("sweeps")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_before(pilot)
+        lines = _lines(app)
+        assert any(re.search(r"│ context sw\w*… ▼", line) for line in lines), lines[:6]
+        assert not any(re.match(r"│ sweep\s", line) for line in lines), lines[:6]
+
+
+async def test_all_seven_key_flags_show_at_800x600(monkeypatch) -> None:
+    # 88x33 (the browser's 800x600) gave the key flags a header and six rows: the
+    # tool-call parser was below the panel's edge.
+    from dataclasses import replace
+
+    from tests.console.tui import fakes
+
+    tool = replace(fakes.SPECS[-1], name="tool-call-parser", choices=("qwen3",), default="None")
+    monkeypatch.setattr(fakes, "SPECS", (*fakes.SPECS, tool))
+    app, run_before = views.scenario("dashboard")
+    async with app.run_test(size=(88, 33)) as pilot:
+        await run_before(pilot)
+        text = "\n".join(_lines(app))
+        for label in ("algorithm", "draft tokens", "context length", "tool-call parser"):
+            assert label in text, text

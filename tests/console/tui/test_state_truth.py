@@ -78,3 +78,19 @@ async def test_the_prompt_lab_form_is_remembered_across_sessions() -> None:
         assert screen.query_one("#lab-context").value == "1900"
         assert screen.query_one("#lab-repeat").value == "4"
         assert screen.query_one("#lab-stream").value is True
+
+
+async def test_service_log_says_what_the_engine_was_doing_when_the_console_opened() -> None:
+    # An engine started by the CLI before the console opened left the lifecycle log
+    # empty, which read as no engine at all.
+    service = fakes.FakeService()
+    app = views.app_for(service)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.monitor.on_status(await service.status())
+        await pilot.press("s")
+        await views.settle(pilot)
+        log = "\n".join(str(line.text) for line in app.screen.query_one("#svc-events").lines)
+        assert "ready when the console opened, pid 4242" in log, log
+        app.monitor.on_status(await service.status())  # a later poll adds nothing
+        await views.settle(pilot)
+        assert len(app.screen.query_one("#svc-events").lines) == 1

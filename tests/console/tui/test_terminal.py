@@ -52,9 +52,9 @@ class Tmux:
         assert out.returncode == 0, f"tmux {args[0]} failed: {out.stderr.strip()}"
         return out.stdout
 
-    def start(self, argv: list[str]) -> None:
+    def start(self, argv: list[str], size: tuple[int, int] = (COLS, ROWS)) -> None:
         self.cmd(
-            "new-session", "-d", "-s", "console", "-x", str(COLS), "-y", str(ROWS),
+            "new-session", "-d", "-s", "console", "-x", str(size[0]), "-y", str(size[1]),
             "-e", f"SPECCONSOLE_CONFIG_DIR={self.env['SPECCONSOLE_CONFIG_DIR']}",
             # The shell records the exit status: tmux 3.3 sometimes leaves its dead child
             # unreaped (a zombie), and then reports no status at all.
@@ -190,6 +190,30 @@ def test_dashboard_shows_tok_s_after_a_prompt(tmux: Tmux, local_engine: LocalEng
     )
     tok_s = tok_s_of_first_request(screen)
     assert tok_s is not None and tok_s > 0, screen
+
+
+def test_a_repeated_prompt_is_in_view_at_80x24(tmux: Tmux, local_engine: LocalEngine) -> None:
+    # The prompt lab's results took a fixed share: a run's raw rows fell below its edge.
+    import json
+
+    started = local_engine.cli("start", "local", "--wait", timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    form = {"#lab-max": "24", "#lab-repeat": "3"}  # the form as a last session left it
+    (local_engine.config_dir / "tui-forms.json").write_text(json.dumps({"local": {"prompt": form}}))
+    tmux.start(_connect_argv(), size=(80, 24))
+    tmux.wait_for("the dashboard, ready", lambda s: "ready" in s.splitlines()[0], timeout=90)
+    tmux.keys(_key("prompt-lab"))
+    tmux.wait_for("the prompt lab", lambda s: "results" in s and "Run prompt" in s, 30)
+    tmux.wait_for("no action running", lambda s: "C cancels" not in s.splitlines()[0], 60)
+    tmux.keys(_key("prompt-run"))
+    screen = tmux.wait_for("the run's rows", lambda s: "3 request(s), stored" in s, 240)
+    lines = screen.splitlines()
+    assert len(lines) == 24 and "q Quit" in lines[-1], screen
+    assert sum(bool(re.search(r"code\s+256\s+n=3\s+\d", line)) for line in lines) == 1, screen
+    interval = r"\d+\.\d–\d+\.\d\s+\d+\.\d\d–\d+\.\d\d\s+\d+\.\d\d–\d+\.\d\d"
+    assert any(re.search(rf"95% CI\s+{interval}", line) for line in lines), screen
+    raw = [line for line in lines if re.search(r"code\s+256\s+24/24\s", line)]
+    assert len(raw) == 3, f"{len(raw)} of 3 raw rows in view:\n{screen}"
 
 
 def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
