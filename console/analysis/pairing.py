@@ -118,7 +118,8 @@ class PairedChange(ChangeInterval):
         if self.exact:
             return "no change (exact)" if self.ratio.value == 1.0 else f"{pct:+.0f}% (exact)"
         if not self.has_interval:
-            return f"{pct:+.0f}% ({self.pairs} pairs: too few rounds to resample)"
+            pairs = "1 pair" if self.pairs == 1 else f"{self.pairs} pairs"
+            return f"{pct:+.0f}% ({pairs}: too few rounds to resample)"
         return super().text()
 
     def as_dict(self) -> dict[str, Any]:

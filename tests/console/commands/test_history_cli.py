@@ -137,7 +137,7 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     first, second = tok_s
     assert first[:4] == ["1024", "code", "tok/s", "100.0"]
     assert first[-1] == "2/1" and first[4:6] == ["126.0", "+26%"]
-    assert "(1 pairs: too few rounds to resample)" in " ".join(first)
+    assert "(1 pair: too few rounds to resample)" in " ".join(first)
     assert second[:5] == ["4096", "code", "tok/s", "80.0", "72.0"] and second[-1] == "1/1"
     assert any(line.startswith("per point measured by both runs") for line in lines)
     assert "only in B: 8192 code" in lines
@@ -149,7 +149,7 @@ def test_compare_lines_up_points_and_flags(filled: dict[str, int]) -> None:
     change = result["points"][0]["change"]["decode_tok_s"]
     assert change["ratio"] == pytest.approx(126 / 100)
     assert change["finding"] is False
-    assert change["text"] == "+26% (1 pairs: too few rounds to resample)"
+    assert change["text"] == "+26% (1 pair: too few rounds to resample)"
     assert result["drift"]["measured"] is False
     assert result["flags"]["changed"] == {"draft-window": [8, 16]}
     assert "no run 77" in one_sentence_error(history("compare", str(filled["a"]), "77"))
