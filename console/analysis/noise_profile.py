@@ -25,6 +25,7 @@ history keeps them by host and flags. Pure: no I/O here.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import statistics
 import time
@@ -193,6 +194,37 @@ class NoiseProfile:
         )  # fmt: skip
 
     @property
+    def spell_blocks(self) -> tuple[int, ...]:
+        """The blocks (0 = the first) that ran apart from the rest: a slow spell of the
+        host. A block's offset is its step time against the first block's (the shifts
+        summed); one more than 3 robust SDs (1.4826 x MAD) and 3 of its own timing noise
+        from the blocks' median is a spell, when at most a third of the blocks are."""
+        offsets = [0.0, *itertools.accumulate(self.shifts)]
+        if len(offsets) < 4:
+            return ()
+        middle = statistics.median(offsets)
+        mad = 1.4826 * statistics.median(abs(o - middle) for o in offsets)
+        noise = math.sqrt(statistics.fmean(self.shift_var_noise)) if self.shift_var_noise else 0.0
+        out = tuple(i for i, o in enumerate(offsets) if abs(o - middle) > 3 * max(mad, noise))
+        return out if len(out) <= len(offsets) // 3 else ()
+
+    def calm(self) -> NoiseProfile:
+        """This profile without its spell blocks: the shifts between the calm blocks on
+        either side of each (a spell's in and out become one shift). What a comparison
+        whose own blocks were checked against each other carries (`baseline_confirm`):
+        a block of it that a spell hit was measured again and left out."""
+        spells = set(self.spell_blocks)
+        if not spells:
+            return self
+        offsets = [0.0, *itertools.accumulate(self.shifts)]
+        calm = [i for i in range(len(offsets)) if i not in spells]
+        noise = statistics.fmean(self.shift_var_noise) if self.shift_var_noise else 0.0
+        return dataclasses.replace(
+            self, shifts=tuple(offsets[j] - offsets[i] for i, j in itertools.pairwise(calm)),
+            shift_var_noise=(noise,) * (len(calm) - 1),
+        )  # fmt: skip
+
+    @property
     def restart_time(self) -> float | None:
         return statistics.median(self.restart_s) if self.restart_s else None
 
@@ -231,6 +263,15 @@ class NoiseProfile:
             f"{self.drift_sd:.1%} with 95% confidence from {len(self.shifts)} shift(s) "
             f"(drift term ± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
         )
+        spells = self.spell_blocks
+        if spells:
+            offsets = [0.0, *itertools.accumulate(self.shifts)]
+            middle = statistics.median(offsets)
+            apart = ", ".join(f"block {i + 1} {math.expm1(offsets[i] - middle):+.0%}"
+                              for i in spells)  # fmt: skip
+            out.append(f"  a slow spell of the host: {apart} against the others' median; "
+                       f"without it the drift is {self.calm().shift_sd:.1%} (what a comparison "
+                       "that reads each side twice carries)")  # fmt: skip
         if self.process_offsets:
             offsets = ", ".join(f"{math.expm1(d):+.1%}" for d in self.process_offsets)
             out.append(f"  two processes with the same flags, side by side: {offsets}; an "

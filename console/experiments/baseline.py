@@ -26,11 +26,11 @@ The order in time (`order`; "auto" picks the first that applies):
   A-B              the before block, the restart, the after block: the whole measured
                    block-to-block drift is in every time interval. One restart.
 
-Across a restart (A-B, A-B-A-B), a finding that rests on step time alone (commit
-unmoved) is what a slow spell of the host fakes, so it is measured again before it is
-reported (`baseline_confirm`): back to A for one more block of it, B again for one more of
-B, a third block of a side whose two disagree; the drift term then holds the shifts
-between each side's own blocks too.
+Across a restart (A-B, A-B-A-B), a step time that moved beyond timing noise with commit
+unmoved is what a slow spell of the host fakes, so it is measured again before anything
+is reported (`baseline_confirm`): back to A for one more block of it, B again for one more
+of B, a third block of a side whose two disagree; the drift term then holds the
+calibration's calm blocks and the shifts between each side's own blocks.
 """
 
 from __future__ import annotations

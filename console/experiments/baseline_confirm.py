@@ -1,18 +1,20 @@
-"""A step-time finding across a restart, measured again before it is reported.
+"""A step-time change across a restart, measured again before anything is reported.
 
-Commit is exact under greedy decoding, so no drift can fake an acceptance change; a
-finding that rests on step time alone across a restart is exactly what a slow spell of
-the host fakes (on this kind of shared host now and then a block runs 30-45% slower for
-tens of seconds, every process alike). So such a finding is read again (`confirm`): back
-to A, one more block of A, B again, one more block of B. Each side then has two blocks.
+Commit is exact under greedy decoding, so no drift can fake an acceptance change; a step
+time that moved beyond timing noise alone across a restart (whether the drift term makes
+it a finding or leaves it too wide to tell) is exactly what a slow spell of the host
+fakes (on this kind of shared host now and then a block runs 30-45% slower for tens of
+seconds, every process alike). So it is read again (`confirm`): back to A for one more
+block of A, then B again for one more block of B. Each side then has two blocks.
 
 Two blocks of one side that disagree beyond the host's calm drift (the calibration's
-bound) and their own timing noise are a spell in one of them, or a drift too big to
-tell: that side gets a third block, and a block that disagrees with the other two while
-they agree is left out (median of three; the note names it and its shift). Otherwise
-every block stays in. The comparison pools each side's kept blocks, and the shifts
-between them join the calibration's in the drift term ("A-B twice"), so what is left of
-a spell shows as a wider interval, never as a finding.
+estimate without its spell blocks) and their own timing noise are a spell in one of
+them, or a drift too big to tell: that side gets a third block, and a block that
+disagrees with the other two while they agree is left out (median of three; the note
+names it and its shift). Otherwise every block stays in. The comparison pools each
+side's kept blocks, and the shifts between them join the calibration's calm ones in the
+drift term ("A-B twice"), so what is left of a spell shows as a wider interval, never as
+a finding.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from console.analysis.noise_profile import Z99, NoiseProfile
+from console.analysis.pairing import PairedChange
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget
 from console.experiments.baseline_block import BaselinePlan, rounds_by_point, run_baseline
@@ -37,10 +40,19 @@ if TYPE_CHECKING:
     from console.service import EngineService, FlagPlan
 
 
+def _step_moved(row: BaselineRow) -> bool:
+    """Step time moved beyond the row's timing noise alone (the drift term left out),
+    commit unmoved: a finding, or one that the calibrated drift alone makes too wide."""
+    step = row.step_time_s.moved
+    if row.commit_len.finding or not isinstance(step, PairedChange) or not step.has_interval:
+        return False
+    return abs(math.log(step.ratio.value)) > step.timing_rel
+
+
 def rests_on_step_time(rows: Sequence[BaselineRow]) -> bool:
-    """A row whose finding is step time alone, commit unmoved: the shape a slow spell of
-    the host between two blocks takes."""
-    return any(r.step_time_s.finding and not r.commit_len.finding for r in rows)
+    """A row whose step time alone moved beyond timing noise: the shape a slow spell of
+    the host between two blocks takes, and one a host's drift can leave undecided."""
+    return any(_step_moved(r) for r in rows)
 
 
 def agree(a: Sequence[RequestSample], b: Sequence[RequestSample], calm_sd: float) -> bool:
@@ -77,7 +89,7 @@ async def confirm(
     """Read the finding again, in place on `done`: its rows, drift, blocks and notes."""
     first = done.rows
     session.note("step time moved at unchanged commit across a restart: measuring both "
-                 "sides again before reporting it ...")  # fmt: skip
+                 "sides again before reporting anything ...")  # fmt: skip
     a_first = [*done.before.samples, *(done.before_again.samples if done.before_again else [])]
     rounds = rounds_by_point(done.after)
 
@@ -104,7 +116,9 @@ async def confirm(
     done.again = [again]
     b_block = await read()
     done.again.append(b_block)
-    calm = noise.drift_sd if noise is not None else 0.0
+    # A calm host's drift is the calibration's estimate, not its bound: the bound is for
+    # intervals; here a block that stands out from it is what is looked for.
+    calm = noise.calm().shift_sd if noise is not None else 0.0
     sides = {
         "before": [a_first, list(again.samples)],
         "after": [done.after.samples, list(b_block.samples)],
@@ -127,10 +141,24 @@ async def confirm(
                 "against its other two, which agree (a slow spell of the host)"
             )
             del blocks[odd]
+    _judge_again(done, sides, noise, service, first)
+
+
+def _judge_again(
+    done: BaselineApply,
+    sides: dict[str, list[Sequence[RequestSample]]],
+    noise: NoiseProfile | None,
+    service: EngineService,
+    first: Sequence[BaselineRow],
+) -> None:
+    """The comparison of each side's kept blocks, pooled, with the shifts between them
+    joining the calibration's calm blocks in the drift ("A-B twice")."""
     own = [d for blocks in sides.values() for a, b in itertools.pairwise(blocks)
            if (d := block_shift(a, b))]  # fmt: skip
+    # The calibration without its spell blocks: this comparison's own blocks were checked
+    # against each other, so a spell here was read again and left out (or is in `own`).
     profile = noise or NoiseProfile(service.profile.name, service.profile.engine, "", (), (), ())
-    drift = profile.with_shifts(own).drift("A-B twice")
+    drift = profile.calm().with_shifts(own).drift("A-B twice")
     done.drift = dataclasses.replace(drift, source=(
         f"{profile.drift('A-B').source if noise else 'no calibration'}, and this "
         f"comparison's own shifts {', '.join(f'{math.expm1(d):+.1%}' for d, _ in own)}"
@@ -138,6 +166,6 @@ async def confirm(
     pooled = {side: [s for b in blocks for s in b] for side, blocks in sides.items()}
     done.rows = compare_samples(pooled["before"], pooled["after"], drift=done.drift)
     moved = "; ".join(f"{r.text_type} {r.context} step time {r.step_time_s.change_text()}"
-                      for r in first if r.step_time_s.finding)  # fmt: skip
+                      for r in first if _step_moved(r))  # fmt: skip
     done.notes.append(f"first reading: {moved}; measured again, the rows above pool the "
                       "blocks kept")  # fmt: skip

@@ -164,9 +164,11 @@ class HistoryScreen(ViewScreen):
                 yield Button(label, id=button_id, compact=True)
         yield FittedTable(RUN_COLUMNS, id="hist-runs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="hist-detail", classes="panel"):
-            yield Static("", id="hist-text")
-            # A comparison's table: one row a line at every width.
+            # A comparison's table, one row a line at every width, above its headers and
+            # flags diff: below them, at 80x24, one row of it was in view. The panel's
+            # title names A and B.
             yield FittedTable(COMPARE_COLUMNS, id="hist-table", show_cursor=False)
+            yield Static("", id="hist-text")
             yield Static("", id="hist-after")
 
     def on_mount(self) -> None:

@@ -151,3 +151,36 @@ def test_the_drift_bound_widens_with_fewer_shifts() -> None:
     # side by side keeps the point estimate of the two processes' offset
     pair = NoiseProfile("h", "builtin", "f", (), (), (), process_offsets=(0.02, -0.02))
     assert pair.drift("side-by-side").shift_sd == pytest.approx(0.02)
+
+
+def _offsets_to_shifts(offsets: list[float]) -> tuple[float, ...]:
+    return tuple(math.log(b / a) for a, b in zip(offsets, offsets[1:], strict=False))
+
+
+# Six calibration blocks; the fourth ran 35% slow (a slow spell), the rest within 1.5%.
+SPELLY = NoiseProfile("gpu1", "sglang", "abc", (),
+                      _offsets_to_shifts([1.0, 1.01, 0.995, 1.35, 1.005, 0.99]), (20.0,),
+                      shift_var_noise=(1e-4,) * 5)  # fmt: skip
+
+
+def test_a_calibration_block_a_spell_hit_is_named_and_left_out_of_the_calm_drift() -> None:
+    assert SPELLY.spell_blocks == (3,)
+    assert SPELLY.shift_sd > 0.15  # every shift counted: what a single block carries
+    calm = SPELLY.calm()
+    assert len(calm.shifts) == 4 and calm.shift_sd < 0.02
+    assert "a slow spell of the host: block 4 +3" in "\n".join(SPELLY.lines())
+    assert CALM.spell_blocks == () and CALM.calm() is CALM  # nothing stands out
+
+
+@pytest.mark.asyncio
+async def test_a_confirmed_regression_carries_the_calm_drift_not_the_spell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With the spell in the drift, a 20% regression is too wide to tell on A-B; read twice,
+    # with both sides' blocks agreeing, the comparison carries the calm blocks' drift.
+    _scripted(monkeypatch, [1.0, 1.2, 1.0, 1.2])
+    done = await apply_with_baseline(FakeService(), object(), timeout=60, baseline=PLAN,
+                                     order="A-B", noise=SPELLY)  # fmt: skip
+    (row,) = done.rows
+    assert row.step_time_s.finding and row.verdict.outcome == "not physics", row.moved
+    assert SPELLY.drift("A-B").term() > 0.3 > done.drift.term()
