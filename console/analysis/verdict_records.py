@@ -72,6 +72,10 @@ class Observed:
     noise: FigureNoise | None = None
     typed_requests: int = 1
     follows_sweep: bool = False  # its output is the sweep's (the operator gave none)
+    # A measured figure compared with one measured at another time (`history explain` of
+    # two runs at different points) carries its share of the host's block-to-block drift:
+    # each draw is divided by a normal shift of this SD (log scale), as a typed figure's is.
+    drift_sd: float = 0.0
 
     @property
     def n(self) -> int:
@@ -149,16 +153,18 @@ class Observed:
         """(tok/s, commit) of one bootstrap draw of the samples behind this figure;
         `by_passage`: within each passage it read (see `verdict.paired`); a typed figure
         is divided by a draw of its noise."""
+        shift = math.exp(rng.gauss(0.0, self.drift_sd)) if self.drift_sd > 0 else 1.0
         layers = strata(self.requests, passage) if by_passage else None
         if layers is not None:
             p = pool([s for layer in layers for s in rng.choices(layer, k=len(layer))])
-            return p.tok_s, p.commit
+            return p.tok_s / shift, p.commit
         if len(self.requests) >= 2:
             p = pool(rng.choices(self.requests, k=len(self.requests)))
-            return p.tok_s, p.commit
+            return p.tok_s / shift, p.commit
         if len(self.live) >= 2:
             drawn = rng.choices(self.live, k=len(self.live))
-            return statistics.median(t for t, _ in drawn), statistics.median(c for _, c in drawn)
+            tok_s = statistics.median(t for t, _ in drawn)
+            return tok_s / shift, statistics.median(c for _, c in drawn)
         if self.noise is not None:
             return self.tok_s / self.noise.draw(rng, self.typed_requests), self.commit
         return self.tok_s, self.commit
@@ -184,6 +190,7 @@ class Observed:
             "n": self.n,
             "source": self.source,
             "noise": self.noise.as_dict() if self.noise else None,
+            "drift_sd": self.drift_sd,
             "typed_requests": self.typed_requests if self.is_typed else None,
         }
 

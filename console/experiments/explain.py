@@ -17,7 +17,8 @@ engine would), else B's flags; never from a one-context baseline run.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console.analysis.intervals import usable
@@ -151,8 +152,11 @@ async def explain_runs(
         if paired is not None:
             judged.append((label, judge_same_point(paired, label)))
             continue
-        observed = Observed.from_requests(rb, source=f"run {b.id}")
-        base = Observed.from_requests(ra, source=f"run {a.id}")
+        # Two blocks at two times: each side draws its share of the host's drift (their
+        # ratio then carries the drift a shift between two blocks has).
+        share = drift.shift_sd / math.sqrt(2)
+        observed = replace(Observed.from_requests(rb, source=f"run {b.id}"), drift_sd=share)
+        base = replace(Observed.from_requests(ra, source=f"run {a.id}"), drift_sd=share)
         judged.append((label, judge(sweep, observed, base, seed=seed)))
     return RunsExplained(
         a, b, model.id if model is not None else None, source, tuple(judged), drift

@@ -13,6 +13,7 @@ All read as findings on the first reading alone, which is what the old code repo
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -154,7 +155,7 @@ def test_the_drift_bound_widens_with_fewer_shifts() -> None:
 
 
 def _offsets_to_shifts(offsets: list[float]) -> tuple[float, ...]:
-    return tuple(math.log(b / a) for a, b in zip(offsets, offsets[1:], strict=False))
+    return tuple(math.log(b / a) for a, b in itertools.pairwise(offsets))
 
 
 # Six calibration blocks; the fourth ran 35% slow (a slow spell), the rest within 1.5%.

@@ -155,3 +155,25 @@ async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> N
     null = await explain_runs(store, await store.run(a), await store.run(same))
     assert null.pairs[0][1].outcome == "physics", null.pairs[0][1].text()
     store.close()
+
+
+async def test_two_runs_at_two_points_carry_the_hosts_drift_in_the_residual() -> None:
+    # A short and a long prompt, measured at two times: without a calibration the residual
+    # rests on request noise alone; with this host's drift stored (shifts of 10%), the
+    # same two runs carry it, as typed figures do.
+    from console.analysis.noise_profile import NoiseProfile
+
+    store = RunStore()
+    ids = await _fill(store)
+    short, long = await store.run(ids["short"]), await store.run(ids["long"])
+    calm = (await explain_runs(store, short, long)).pairs[0][1]
+    await store.add_noise_profile(NoiseProfile(
+        host="gpu1", engine="builtin", flags_hash="x", points=(),
+        shifts=(0.1, -0.1, 0.1, -0.1, 0.1), restart_s=(5.0,),
+    ))  # fmt: skip
+    drifting = (await explain_runs(store, short, long)).pairs[0][1]
+    width = {k: j.factor("residual").ratio.high / j.factor("residual").ratio.low
+             for k, j in (("calm", calm), ("drift", drifting))}  # fmt: skip
+    assert width["drift"] > width["calm"] * 1.2, width
+    assert drifting.observed.as_dict()["drift_sd"] > 0 == calm.observed.drift_sd
+    store.close()
