@@ -13,8 +13,8 @@ The drift is heavy-tailed on a shared host: most blocks agree within a few perce
 now and then one runs 30-45% slower for tens of seconds (seen here on the bundled engine:
 more cycles per round, no steal time; twelve processes alive at once and read in turn all
 agreed, so it is the time, not the process). A handful of shifts measures such a tail
-badly, so an A-B comparison carries the drift's 95% upper confidence bound from the
-shifts measured (`drift_sd`, chi-square on their count), not the bare estimate, and
+badly, so an A-B comparison carries the drift widened for how few shifts measured it
+(`drift_sd`: Student's t on their count, a prediction of the next shift), and
 a finding that rests on step time alone across a restart is measured a second time before
 it is reported (`experiments.baseline`), its own two shifts joining the calibration's.
 
@@ -60,34 +60,32 @@ ORDER_TEXT = {
     ),
 }
 
-FEW_SHIFTS = 4  # fewer leave the bound over twice the estimate: the output says so
+FEW_SHIFTS = 4  # fewer leave the drift widened over twice its estimate: the output says so
 
-# The 5% point of chi-square with k degrees of freedom, k = 1..12 (beyond, Wilson and
-# Hilferty's approximation): a mean square of k shifts is, with 95% confidence, above
-# this share of its true value.
-_CHI2_05 = (0.00393, 0.1026, 0.3518, 0.7107, 1.1455, 1.6354, 2.1673, 2.7326, 3.3251,
-            3.9403, 4.5748, 5.2260)  # fmt: skip
-
-
-def chi2_low(k: int) -> float:
-    """The 5% point of chi-square with `k` >= 1 degrees of freedom."""
-    if k <= len(_CHI2_05):
-        return _CHI2_05[k - 1]
-    c = 2.0 / (9.0 * k)
-    return k * (1.0 - c - 1.6449 * math.sqrt(c)) ** 3
+# Student's t at 99.5% (a two-sided 99% interval) with k degrees of freedom, k = 1..30
+# (beyond, its normal approximation): a shift predicted from the SD of k measured ones.
+_T995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106,
+         3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
+         2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750)  # fmt: skip
 
 
-def sd_beyond_noise(shifts: Sequence[float], var_noise: Sequence[float], *, bound: bool) -> float:
+def t99(k: int) -> float:
+    """Student's t for a two-sided 99% interval with `k` >= 1 degrees of freedom."""
+    if k <= len(_T995):
+        return _T995[k - 1]
+    return Z99 + (Z99**3 + Z99) / (4 * k)
+
+
+def sd_beyond_noise(shifts: Sequence[float], var_noise: Sequence[float], *, widened: bool) -> float:
     """The SD of `shifts` beyond what their own timing noise explains (RMS less the mean
-    noise variance, never below zero); with `bound`, from the 95% upper confidence bound of
-    their mean square instead (k shifts: times k / chi2_low(k))."""
+    noise variance, never below zero); with `widened`, for how few shifts measured
+    it: x t99(k) / Z99, so a 99% term on it is Student's t prediction of the next shift
+    (x3.85 from two shifts, x1.57 from five, x1.23 from ten)."""
     if not shifts:
         return 0.0
-    mean_square = statistics.fmean(d * d for d in shifts)
-    if bound:
-        mean_square *= len(shifts) / chi2_low(len(shifts))
     noise = statistics.fmean(var_noise) if var_noise else 0.0
-    return math.sqrt(max(0.0, mean_square - noise))
+    sd = math.sqrt(max(0.0, statistics.fmean(d * d for d in shifts) - noise))
+    return sd * t99(len(shifts)) / Z99 if widened else sd
 
 
 @dataclass(frozen=True)
@@ -168,14 +166,14 @@ class NoiseProfile:
     def shift_sd(self) -> float:
         """The drift's estimated SD: the RMS of the measured shifts (a shift either way is
         drift) less what the blocks' own timing noise explains, never below zero."""
-        return sd_beyond_noise(self.shifts, self.shift_var_noise, bound=False)
+        return sd_beyond_noise(self.shifts, self.shift_var_noise, widened=False)
 
     @property
     def drift_sd(self) -> float:
-        """The drift SD every comparison across time carries: the 95% upper confidence
-        bound of `shift_sd` from the number of shifts measured (two shifts: x4.4, five:
-        x2.1, ten: x1.6), because the drift's tail is what a few shifts miss."""
-        return sd_beyond_noise(self.shifts, self.shift_var_noise, bound=True)
+        """The drift SD every comparison across time carries: `shift_sd` widened for the
+        number of shifts that measured it (Student's t: two shifts x3.85, five x1.57, ten
+        x1.23), because a few shifts measure a drift badly, its tail worst."""
+        return sd_beyond_noise(self.shifts, self.shift_var_noise, widened=True)
 
     @property
     def process_sd(self) -> float:
@@ -183,7 +181,7 @@ class NoiseProfile:
         `shift_sd`, from the side-by-side blocks); 0 when none was measured. The point
         estimate, not a bound: time drift cancels side by side, and what is left (two
         processes' layouts) showed no tail here (twelve processes at once agreed)."""
-        return sd_beyond_noise(self.process_offsets, self.process_var_noise, bound=False)
+        return sd_beyond_noise(self.process_offsets, self.process_var_noise, widened=False)
 
     def with_shifts(self, shifts: Sequence[tuple[float, float]]) -> NoiseProfile:
         """This profile with more measured shifts (log shift, its noise variance): a
@@ -241,7 +239,7 @@ class NoiseProfile:
                       f"{len(self.process_offsets)} pair(s) of processes")  # fmt: skip
             return Drift(self.process_sd, order, source, measured=bool(self.process_offsets))
         source = (f"calibrated on {self.host} {when} UTC, flags {self.flags_hash}, "
-                  f"{len(self.shifts)} shift(s), the 95% bound of their SD")  # fmt: skip
+                  f"{len(self.shifts)} shift(s), widened for their count")  # fmt: skip
         if len(self.shifts) < FEW_SHIFTS:
             source += f"; more blocks narrow it: `specconsole calibrate {self.host}`"
         return Drift(self.drift_sd, order, source, measured=True)
@@ -259,8 +257,8 @@ class NoiseProfile:
         shifts = ", ".join(f"{math.expm1(d):+.1%}" for d in self.shifts) or "none"
         out.append(
             f"  block-to-block shift with unchanged flags: {shifts}; beyond the blocks' own "
-            f"request noise a drift of {self.shift_sd:.1%} (1 SD), at most "
-            f"{self.drift_sd:.1%} with 95% confidence from {len(self.shifts)} shift(s) "
+            f"request noise a drift of {self.shift_sd:.1%} (1 SD), {self.drift_sd:.1%} "
+            f"widened for {len(self.shifts)} shift(s) (Student's t) "
             f"(drift term ± {self.drift('A-B').term(Z99):.1%} on A-B at 99%)"
         )
         spells = self.spell_blocks

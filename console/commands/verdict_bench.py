@@ -55,9 +55,9 @@ def print_bench(result: BenchResult) -> None:
         restarts = cal["restart_s"]
         print(f"  calibrated first: block-to-block shift sd {cal['shift_sd']:.1%} from "
               f"{len(cal['shifts'])} shift(s) ({len(restarts)} across a restart of "
-              f"{statistics.median(restarts) if restarts else 0:.0f} s), at most "
-              f"{cal.get('drift_sd', cal['shift_sd']):.1%} with 95% confidence: every path "
-              "carries that bound (typed figures, explain and the A-B orders)")  # fmt: skip
+              f"{statistics.median(restarts) if restarts else 0:.0f} s), widened for their "
+              f"count to {cal.get('drift_sd', cal['shift_sd']):.1%}: every path carries it "
+              "(typed figures, explain and the A-B orders)")  # fmt: skip
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items())
     print(f"  original flags {state}; took {result.seconds:.0f} s ({parts})")
 

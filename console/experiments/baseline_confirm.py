@@ -116,7 +116,7 @@ async def confirm(
     done.again = [again]
     b_block = await read()
     done.again.append(b_block)
-    # A calm host's drift is the calibration's estimate, not its bound: the bound is for
+    # A calm host's drift is the calibration's estimate, not widened: widening is for
     # intervals; here a block that stands out from it is what is looked for.
     calm = noise.calm().shift_sd if noise is not None else 0.0
     sides = {

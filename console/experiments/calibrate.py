@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from console.service import EngineService
     from console.store import RunStore
 
-BLOCKS = 6  # five shifts: the drift's bound from two was x4.4 its estimate, from five x2.1
+BLOCKS = 6  # five shifts: the drift from two is widened x3.85 for their count, from five x1.57
 RESTARTS = 2  # between the first blocks; the rest follow in the same process
 ROUNDS = 3  # whole rounds of every passage per point and block
 PASSAGES = 2

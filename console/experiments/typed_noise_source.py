@@ -6,7 +6,7 @@ block-to-block drift once per host and flags and keeps the profile in the histor
 it, turned into the typed figures' own terms (`analysis/typed_noise.py`): each calibrated
 point's spread of log step time with its degrees of freedom, and the drift a typed
 baseline measured at another time may carry (the 95% term of the host's block-to-block
-shift, from the upper bound of its SD). With no profile it returns None, and typed
+shift, widened for how few shifts measured it). With no profile it returns None, and typed
 figures carry the stored sweep's own per-request spread instead.
 """
 
@@ -22,7 +22,7 @@ from console.analysis.typed_noise import FigureNoise, NoiseProfile
 def from_calibration(calibration: Calibration) -> NoiseProfile:
     """A calibration as typed-figure noise: one point per calibrated point."""
     source = f"calibration of {calibration.host}"
-    drift = Z95 * calibration.drift_sd  # the bound: a few shifts miss the tail
+    drift = Z95 * calibration.drift_sd  # widened: a few shifts measure it badly
     points = tuple(
         FigureNoise(p.rel_sd, max(1, p.n - 1), p.text_type, float(p.context), source, drift, p.n)
         for p in calibration.points

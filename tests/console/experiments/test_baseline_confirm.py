@@ -140,14 +140,14 @@ async def test_no_finding_is_not_measured_again(monkeypatch: pytest.MonkeyPatch)
     assert done.drift.order == "A-B"
 
 
-def test_the_drift_bound_widens_with_fewer_shifts() -> None:
+def test_the_drift_widens_with_fewer_shifts() -> None:
     # The same spread of shifts, measured two and ten times: the estimate is equal, the
-    # bound a comparison carries is wider from two (chi-square, 95%).
+    # drift a comparison carries is wider from two (Student's t, 99%, on their count).
     two = NoiseProfile("h", "builtin", "f", (), (0.03, -0.03), ())
     ten = NoiseProfile("h", "builtin", "f", (), (0.03, -0.03) * 5, ())
     assert two.shift_sd == pytest.approx(ten.shift_sd) == pytest.approx(0.03)
-    assert two.drift_sd == pytest.approx(0.03 * math.sqrt(2 / 0.1026), rel=1e-3)
-    assert ten.drift_sd == pytest.approx(0.03 * math.sqrt(10 / 3.9403), rel=1e-3)
+    assert two.drift_sd == pytest.approx(0.03 * 9.925 / 2.576, rel=1e-3)
+    assert ten.drift_sd == pytest.approx(0.03 * 3.169 / 2.576, rel=1e-3)
     assert two.drift("A-B").shift_sd == two.drift_sd  # what an A-B interval carries
     # side by side keeps the point estimate of the two processes' offset
     pair = NoiseProfile("h", "builtin", "f", (), (), (), process_offsets=(0.02, -0.02))

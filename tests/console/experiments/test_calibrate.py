@@ -35,8 +35,8 @@ def test_a_profile_measures_each_restarts_shift_and_the_spread() -> None:
     ((point),) = profile.points
     assert (point.text_type, point.context, point.rel_sd) == ("code", 256, pytest.approx(0.0))
     drift = profile.drift("A-B")
-    # the interval carries the bound of the drift from two shifts, wider than the estimate
-    assert profile.drift_sd == pytest.approx(profile.shift_sd * math.sqrt(2 / 0.1026))
+    # the interval carries the drift widened for two shifts (Student's t), not the estimate
+    assert profile.drift_sd == pytest.approx(profile.shift_sd * 9.925 / 2.576)
     assert drift.measured and drift.term(2.576) == pytest.approx(2.576 * profile.drift_sd)
     assert "calibrated on local" in drift.source and "2 shift(s)" in drift.source
     lines = "\n".join(profile.lines())
