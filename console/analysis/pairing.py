@@ -34,7 +34,7 @@ from typing import Any
 
 from console.analysis.comparison import FigurePair
 from console.analysis.intervals import POOLED, ChangeInterval, Interval, Pooled, passage, usable
-from console.analysis.noise_profile import Drift
+from console.analysis.noise_profile import Drift, t99
 from console.analysis.records import RequestSample
 
 # Three pairs is the least a t interval is shown on (two gives a t of 64 on one degree of
@@ -43,9 +43,6 @@ MIN_PAIRS = 3
 # A change is judged on a 99% interval: a baseline compares 2-4 points, each on two
 # factors, and at 95% a null change would raise a false alarm on one row in about every
 # third try; each side's own figure keeps its 95% interval.
-_T995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106,
-         3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
-         2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750)  # fmt: skip
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
@@ -58,11 +55,6 @@ TIMED = ("decode_tok_s", "step_time_s")
 def t95(df: int) -> float:
     """The two-sided 95% t quantile for `df` degrees of freedom (df >= 1)."""
     return _T975[df - 1] if df <= len(_T975) else Z95
-
-
-def t99(df: int) -> float:
-    """The two-sided 99% t quantile for `df` degrees of freedom (df >= 1)."""
-    return _T995[df - 1] if df <= len(_T995) else Z99
 
 
 def _by_passage(samples: Sequence[RequestSample]) -> dict[str, list[RequestSample]]:
