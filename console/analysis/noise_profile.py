@@ -16,7 +16,7 @@ agreed, so it is the time, not the process). A handful of shifts measures such a
 badly, so an A-B comparison carries the drift widened for how few shifts measured it
 (`drift_sd`: Student's t on their count, a prediction of the next shift), and
 a finding that rests on step time alone across a restart is measured a second time before
-it is reported (`experiments.baseline`), its own two shifts joining the calibration's.
+it is reported (`experiments.baseline_confirm`), its own shifts joining the calibration's.
 
 `specconsole calibrate HOST` measures both (console/experiments/calibrate.py) and the
 history keeps them by host and flags. Pure: no I/O here.
@@ -191,13 +191,17 @@ class NoiseProfile:
             shift_var_noise=self.shift_var_noise + tuple(v for _, v in shifts),
         )  # fmt: skip
 
+    def block_offsets(self) -> list[float]:
+        """Each block's log step time against the first block's: the shifts summed."""
+        return [0.0, *itertools.accumulate(self.shifts)]
+
     @property
     def spell_blocks(self) -> tuple[int, ...]:
         """The blocks (0 = the first) that ran apart from the rest: a slow spell of the
         host. A block's offset is its step time against the first block's (the shifts
         summed); one more than 3 robust SDs (1.4826 x MAD) and 3 of its own timing noise
         from the blocks' median is a spell, when at most a third of the blocks are."""
-        offsets = [0.0, *itertools.accumulate(self.shifts)]
+        offsets = self.block_offsets()
         if len(offsets) < 4:
             return ()
         middle = statistics.median(offsets)
@@ -214,7 +218,7 @@ class NoiseProfile:
         spells = set(self.spell_blocks)
         if not spells:
             return self
-        offsets = [0.0, *itertools.accumulate(self.shifts)]
+        offsets = self.block_offsets()
         calm = [i for i in range(len(offsets)) if i not in spells]
         noise = statistics.fmean(self.shift_var_noise) if self.shift_var_noise else 0.0
         return dataclasses.replace(
@@ -263,7 +267,7 @@ class NoiseProfile:
         )
         spells = self.spell_blocks
         if spells:
-            offsets = [0.0, *itertools.accumulate(self.shifts)]
+            offsets = self.block_offsets()
             middle = statistics.median(offsets)
             apart = ", ".join(f"block {i + 1} {math.expm1(offsets[i] - middle):+.0%}"
                               for i in spells)  # fmt: skip
