@@ -5,6 +5,7 @@ requests, an uncertain text type) and no false alarm on an unchanged engine."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -126,6 +127,29 @@ def test_a_step_line_that_falls_with_context_is_a_measurement_problem() -> None:
     assert j.outcome == "not enough evidence"
     assert j.problems and "falls with context" in j.problems[0]
     assert "measurement problem" in j.text()
+
+
+def test_a_fall_within_the_sweeps_own_noise_is_not_called_a_measurement_problem() -> None:
+    # A cheap model: step time barely rises from 13 to 512. One request at the low
+    # context read in a slow burst of the host makes the fitted line fall well over 5%,
+    # and its refits say the fall is one request's noise, not the sweep's shape.
+    flat = lambda ctx: 0.004 + 0.0002 * ctx / 1000  # noqa: E731
+    rng = random.Random(3)
+    samples = [s for c in (13, 64, 512) for k in ("code", "prose")
+               for s in requests(k, c, 3, rng=rng, noise=0.01, step=flat)]  # fmt: skip
+    slow = next(s for s in samples if s.context_tokens == 13 and s.text_type == "code")
+    i = samples.index(slow)
+    samples[i] = replace(slow, step_time_s=slow.step_time_s * 1.6,
+                         decode_time_s=slow.decode_time_s * 1.6,
+                         decode_tok_s=slow.decode_tok_s / 1.6)  # fmt: skip
+    noisy = Sweep(tuple(samples), host="gpu1", context_limit=2048)
+    model = fit(noisy.samples)
+    lo, hi = model.contexts
+    assert model.step_by_type["code"].at(hi) < model.step_by_type["code"].at(lo) * 0.95
+    live = Observed.from_requests(requests("code", 512, 6, rng=random.Random(7), step=flat))
+    j = judge(noisy, live)
+    assert not j.problems, j.text()
+    assert "falls with context" not in j.text()
 
 
 def test_one_request_per_point_is_not_enough_evidence() -> None:

@@ -128,7 +128,8 @@ async def test_a_step_time_finding_across_a_restart_is_read_twice(
         calibrate=False,
     )  # fmt: skip
     try:
-        assert done.result.ok and len(done.again) in (2, 3), done.notes
+        # A and B once more each, and a third block for each side whose two disagree
+        assert done.result.ok and 2 <= len(done.again) <= 4, done.notes
         assert dict((await service.current_config()).flags)[delay] in (8, "8")  # B at the end
         flags = {s.flags_hash for s in done.again[0].samples}
         assert flags == {done.before.samples[0].flags_hash}  # the second A block read A
