@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.records import RequestSample
+from console.analysis.student_t import t_quantile
 
 Z95, Z99 = 1.96, 2.576
 # A restart this quick makes bracketing (A-B-A-B) worth its two extra restarts.
@@ -62,18 +63,10 @@ ORDER_TEXT = {
 
 FEW_SHIFTS = 4  # fewer leave the drift widened over twice its estimate: the output says so
 
-# Student's t at 99.5% (a two-sided 99% interval) with k degrees of freedom, k = 1..30
-# (beyond, its normal approximation): a shift predicted from the SD of k measured ones.
-_T995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106,
-         3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
-         2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750)  # fmt: skip
-
 
 def t99(k: int) -> float:
     """Student's t for a two-sided 99% interval with `k` >= 1 degrees of freedom."""
-    if k <= len(_T995):
-        return _T995[k - 1]
-    return Z99 + (Z99**3 + Z99) / (4 * k)
+    return t_quantile(0.99, k)
 
 
 def sd_beyond_noise(shifts: Sequence[float], var_noise: Sequence[float], *, widened: bool) -> float:

@@ -14,8 +14,8 @@ measured on two sides and goes through `paired_figures`:
   the commit ratio is exact by construction (no noise to resample) and says "exact".
 - Paired intervals. The k-th request of a passage on one side is paired with the k-th on
   the other; the interval of a ratio is a t interval of the mean log ratio over those
-  pairs (timing noise only: the passage mix cancels in each pair), at 99% (a baseline
-  judges several rows at once; see `CHANGE_LEVEL`). Fewer than
+  pairs (timing noise only: the passage mix cancels in each pair), at 99% family-wise
+  over the rows judged together (see `CHANGE_LEVEL`). Fewer than
   `MIN_PAIRS` pairs is too few to resample, and the change says so instead of printing a
   narrow interval.
 - Drift included. Blocks measured minutes apart, on either side of a restart, differ by
@@ -34,27 +34,30 @@ from typing import Any
 
 from console.analysis.comparison import FigurePair
 from console.analysis.intervals import POOLED, ChangeInterval, Interval, Pooled, passage, usable
-from console.analysis.noise_profile import Drift, t99
+from console.analysis.noise_profile import Drift
 from console.analysis.records import RequestSample
+from console.analysis.student_t import t_quantile, z_quantile
 
 # Three pairs is the least a t interval is shown on (two gives a t of 64 on one degree of
 # freedom at 99%: an interval that says nothing); below, the change says it is too few.
 MIN_PAIRS = 3
-# A change is judged on a 99% interval: a baseline compares 2-4 points, each on two
-# factors, and at 95% a null change would raise a false alarm on one row in about every
-# third try; each side's own figure keeps its 95% interval.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-Z99, Z95 = 2.576, 1.96
+# A change is judged at 99% family-wise: a baseline compares 2-4 points at once, and at
+# 99% per row a null change would still raise a false alarm on one row in about every
+# 25th try. The rows' timing noise is independent, so its t interval is taken at
+# 1 - 1% / rows (Bonferroni: 99.75% for four rows); the drift is one shift that moves
+# every row of a comparison together, one chance rather than one per row, so its term
+# stays at 99%. Each side's own figure keeps its 95% interval.
 CHANGE_LEVEL = 0.99
+SIDE_LEVEL = 0.95
+Z99 = z_quantile(CHANGE_LEVEL)
 # Figures that carry timing (and so drift); commit is a count of tokens per step.
 TIMED = ("decode_tok_s", "step_time_s")
 
 
-def t95(df: int) -> float:
-    """The two-sided 95% t quantile for `df` degrees of freedom (df >= 1)."""
-    return _T975[df - 1] if df <= len(_T975) else Z95
+def family_level(rows: int) -> float:
+    """The per-row level that keeps a comparison of `rows` rows at `CHANGE_LEVEL` as a
+    whole (Bonferroni)."""
+    return 1.0 - (1.0 - CHANGE_LEVEL) / max(1, rows)
 
 
 def _by_passage(samples: Sequence[RequestSample]) -> dict[str, list[RequestSample]]:
@@ -142,13 +145,20 @@ def _one(s: RequestSample) -> Pooled:
 
 
 def _paired_change(
-    value: float, logs: list[float], drift_rel: float, *, order: str, n_a: int, n_b: int
+    value: float,
+    logs: list[float],
+    drift_rel: float,
+    *,
+    order: str,
+    n_a: int,
+    n_b: int,
+    level: float = CHANGE_LEVEL,
 ) -> PairedChange:
     pairs = len(logs)
     timing = se = 0.0
     if pairs >= 2:
         se = statistics.stdev(logs) / math.sqrt(pairs)
-        timing = t99(pairs - 1) * se
+        timing = t_quantile(level, pairs - 1) * se
     half = math.hypot(timing, drift_rel) if pairs >= MIN_PAIRS else 0.0
     centre = math.log(value)
     ratio = Interval(value, math.exp(centre - half), math.exp(centre + half))
@@ -196,7 +206,7 @@ def side_interval(groups: dict[str, list[RequestSample]], keys: Sequence[str], n
     if df < 1:
         return Interval(value, value, value)
     sd = math.sqrt(sum(r * r for r in resid) / df)
-    half = t95(df) * sd / math.sqrt(n)
+    half = t_quantile(SIDE_LEVEL, df) * sd / math.sqrt(n)
     return Interval(value, value * math.exp(-half), value * math.exp(half))
 
 
@@ -205,9 +215,11 @@ def paired_figures(
     after: Sequence[RequestSample],
     *,
     drift: Drift | None = None,
+    rows: int = 1,
 ) -> PairedFigures | None:
-    """The protocol's comparison of one point; None when the sides share no passage with
-    a usable request (nothing to pair)."""
+    """The protocol's comparison of one point, one of `rows` judged together (the timing
+    part of each change interval at `family_level(rows)`); None when the sides share no
+    passage with a usable request (nothing to pair)."""
     drift = drift or Drift.none()
     ga, gb = _by_passage(usable(before)), _by_passage(usable(after))
     keys = sorted(set(ga) & set(gb))
@@ -226,7 +238,8 @@ def paired_figures(
         else:
             logs = _log_ratios(ga, gb, keys, pick)
             term = drift.term(Z99) if name in TIMED else 0.0
-            moved = _paired_change(vb / va, logs, term, order=drift.order, n_a=n_a, n_b=n_b)
+            moved = _paired_change(vb / va, logs, term, order=drift.order, n_a=n_a, n_b=n_b,
+                                   level=family_level(rows))  # fmt: skip
         ia = side_interval(ga, keys, name, va)
         ib = side_interval(gb, keys, name, vb)
         out[name] = FigurePair(name, va, vb, ia, ib, moved)

@@ -92,15 +92,17 @@ def compare_samples(
 ) -> list[BaselineRow]:
     """Per (text type, context) measured on both sides: the figures and changes under the
     comparison protocol (`pairing.paired_figures`: balanced and paired by passage, the
-    host's drift in every time interval). `seed` is kept for callers; nothing is drawn."""
+    host's drift in every time interval, 99% over all rows together). `seed` is kept for
+    callers; nothing is drawn."""
     del seed
     groups: dict[tuple[str, int], tuple[list[RequestSample], list[RequestSample]]] = {}
     for index, samples in enumerate((before, after)):
         for s in samples:
             groups.setdefault((s.text_type, s.context_tokens), ([], []))[index].append(s)
     rows = []
+    judged = sum(1 for b, a in groups.values() if b and a)  # the rows judged together
     for (text_type, context), (b, a) in sorted(groups.items()):
-        paired = paired_figures(b, a, drift=drift) if b and a else None
+        paired = paired_figures(b, a, drift=drift, rows=judged) if b and a else None
         if paired is None:
             continue
         pairs = paired.pairs
@@ -161,7 +163,7 @@ def comparison_lines(rows: list[BaselineRow]) -> list[str]:
     lines = fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
     lines.append(
         "  pooled per side over the passages both sides read, equal weight each (tokens / "
-        "steps / decode time) [95% interval]; changes paired by passage [99% interval]; a "
-        "change is a finding only when its interval excludes no change"
+        "steps / decode time) [95% interval]; changes paired by passage [99% over all rows "
+        "together]; a change is a finding only when its interval excludes no change"
     )
     return lines

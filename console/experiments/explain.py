@@ -148,7 +148,7 @@ async def explain_runs(
     judged: list[tuple[str, Judgement | SamePointVerdict]] = []
     for label, ra, rb in pairs:
         same = _same_point(ra, rb)
-        paired = paired_figures(ra, rb, drift=drift) if same else None
+        paired = paired_figures(ra, rb, drift=drift, rows=len(pairs)) if same else None
         if paired is not None:
             judged.append((label, judge_same_point(paired, label)))
             continue

@@ -161,7 +161,9 @@ def compare(
                 text_type=point[1],
                 n_a=len(points_a[point]),
                 n_b=len(points_b[point]),
-                figures=point_figures(points_a[point], points_b[point], seed=seed, drift=drift),
+                figures=point_figures(
+                    points_a[point], points_b[point], seed=seed, drift=drift, rows=len(shared)
+                ),
             )
             for point in shared
         ),
@@ -181,12 +183,18 @@ def point_samples(run: StoredRun) -> dict[Point, list[RequestSample]]:
 
 
 def point_figures(
-    a: list[RequestSample], b: list[RequestSample], *, seed: int = 0, drift: Drift | None = None
+    a: list[RequestSample],
+    b: list[RequestSample],
+    *,
+    seed: int = 0,
+    drift: Drift | None = None,
+    rows: int = 1,
 ) -> tuple[FigurePair, ...]:
     """Each figure of `FIGURES` for one point of two runs: tok/s, commit and step time
     under the comparison protocol where the runs share passages (else pooled and
-    resampled on their own), and mean TTFT, each with intervals."""
-    paired = paired_figures(a, b, drift=drift)
+    resampled on their own), and mean TTFT, each with intervals; `rows`: the points
+    compared together (`pairing.family_level`)."""
+    paired = paired_figures(a, b, drift=drift, rows=rows)
     pooled = paired.pairs if paired is not None else pooled_pairs(a, b, seed=seed)
     return (*(pooled[name] for name in FIGURES[:3]), _ttft_pair(a, b, seed=seed))
 

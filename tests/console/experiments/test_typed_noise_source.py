@@ -25,6 +25,6 @@ async def test_a_stored_calibration_is_the_typed_figures_noise(tmp_path: Path) -
     assert (point.text_type, point.context, point.sigma, point.df) == ("code", 256.0, 0.08, 11)
     # the drift widened for two shifts (Student's t, 2 df, 99%), not their bare RMS
     drift_sd = math.sqrt((0.05**2 + 0.03**2) / 2) * 9.925 / 2.576
-    assert math.isclose(point.drift, 1.96 * drift_sd, rel_tol=1e-9) and profile.drift == point.drift
+    assert math.isclose(point.drift, 1.96 * drift_sd, rel_tol=1e-4) and profile.drift == point.drift
     assert "calibration of gpu1" in point.text()
     assert await calibration_profile(store, "gpu1", "other-flags") is None
