@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -40,9 +41,33 @@ LIVE_SOURCE_TEXT: dict[str, str] = {
 }
 
 
+def _canonical(value: Any) -> Any:
+    """One spelling per flag value: a value typed on the command line ("2048", "true")
+    hashes as the number or switch the engine's config holds, so a calibration or a sweep
+    stored under one spelling is found under the other."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        for kind in (int, float):
+            try:
+                number = kind(text)
+            except ValueError:
+                continue
+            if not math.isfinite(number):  # "nan", "inf": names, not figures
+                return value
+            return int(number) if isinstance(number, float) and number.is_integer() else number
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def flags_hash(flags: dict[str, Any]) -> str:
-    """A short stable hash of an engine's flags: runs with equal hashes are comparable."""
-    text = json.dumps(flags, sort_keys=True, default=str, separators=(",", ":"))
+    """A short stable hash of an engine's flags: runs with equal hashes are comparable
+    (values in one spelling each, `_canonical`)."""
+    canonical = {name: _canonical(value) for name, value in flags.items()}
+    text = json.dumps(canonical, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -98,3 +98,16 @@ def test_an_unchanged_baseline_is_within_noise_and_names_no_factor() -> None:
     (row,) = baseline_comparison(_baseline(wide, 4.0), _baseline(list(reversed(wide)), 4.0))
     assert not row.decode_tok_s.finding and row.factors == []
     assert row.moved.startswith("too wide to tell (tok/s ± ")
+
+
+def test_a_flag_typed_as_text_hashes_as_the_value_the_config_holds() -> None:
+    from console.analysis.records import flags_hash
+
+    held = {"context-length": 2048, "tree-budget": 8, "mem-fraction": 0.5, "stream": True}
+    typed = {"context-length": "2048", "tree-budget": " 8", "mem-fraction": "0.50",
+             "stream": "true"}  # fmt: skip
+    assert flags_hash(typed) == flags_hash(held)
+    assert flags_hash({**held, "tree-budget": 9}) != flags_hash(held)
+    # text that is not a finite number stays text, case and all
+    assert flags_hash({"reasoning-parser": "qwen3"}) != flags_hash({"reasoning-parser": "Qwen3"})
+    assert flags_hash({"dtype": "inf"}) != flags_hash({"dtype": float("inf")})
