@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from console.analysis import verdict_wording as words
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval
+from console.analysis.step_line_check import falling_step_line
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_records import (
     MATTERS,
@@ -68,8 +69,6 @@ LEVEL = 0.95
 BIG = 3.0  # ...unless the factors explain a change this many times its half-width
 EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
 TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type
-FALL = 0.05  # a step line that falls more than 5% over the sweep is a measurement problem
-FALL_RESAMPLES = 200  # refits that tell a fall from the sweep's own noise
 MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
 _far = far
 
@@ -137,47 +136,6 @@ def guess_type(model: ThroughputModel, observed: Observed, seed: int = 0) -> Typ
     at = {k: model.commit_at(k, observed.context) for k in model.commit}
     near = sorted(at, key=lambda k: abs(at[k] - observed.commit))
     return TypeGuess(tuple(k for k in near if lo <= at[k] <= hi), observed.commit)
-
-
-def _falls_by(model: ThroughputModel) -> dict[str, float]:
-    """Each step line's change from the lowest swept context to the highest."""
-    lo, hi = model.contexts
-    lines = {"all texts": model.step, **model.step_by_type}
-    return {name: line.at(hi) / line.at(lo) - 1 for name, line in lines.items()
-            if line.at(lo) > 0}  # fmt: skip
-
-
-def _falling(model: ThroughputModel, sweep: Sweep, seed: int) -> str | None:
-    """A step line that falls by more than `FALL` across the swept contexts, and falls on
-    every refit of the sweep's own resampled requests but a `LEVEL` tail: attention over
-    a growing KV cache cannot get cheaper, so the sweep measured something else (a busy
-    host, warm-up). A line whose fall lies within the sweep's own noise (one slow request
-    at the low context of a cheap model) is flat as far as the sweep can tell; the
-    verdict's intervals, drawn from the same requests, carry that noise."""
-    bad = {name: fall for name, fall in _falls_by(model).items() if fall < -FALL}
-    if not bad:
-        return None
-    rng = random.Random(seed)
-    groups = sweep.groups()
-    refits: dict[str, list[float]] = {name: [] for name in bad}
-    for _ in range(FALL_RESAMPLES):
-        drawn = [s for g in groups for s in rng.choices(g, k=len(g))]
-        try:
-            falls = _falls_by(fit(drawn))
-        except (FitError, ZeroDivisionError):
-            continue
-        for name in bad:
-            if name in falls:
-                refits[name].append(falls[name])
-    bad = {name: fall for name, fall in bad.items()
-           if refits[name] and _interval(fall, refits[name]).high < 0}  # fmt: skip
-    if not bad:
-        return None
-    lo, hi = model.contexts
-    worst = min(bad.values())
-    return (f"step time falls with context ({worst:.0%} from {lo:.0f} to {hi:.0f} on "
-            f"{', '.join(bad)}, beyond the sweep's own noise): noise, another process or "
-            "warm-up, not a finding")  # fmt: skip
 
 
 def _baseline_check(
@@ -270,7 +228,7 @@ def judge(
                   f"{lo:.0f}-{hi:.0f}); the verdict does not extrapolate")  # fmt: skip
         return _refuse(base, [reason], sweep, [Reach.of(f) for f in outside],
                        kinds or sorted(model.commit))  # fmt: skip
-    falling = _falling(model, sweep, seed)
+    falling = falling_step_line(model, sweep, seed)
     if falling:
         return _refuse(replace(base, problems=(falling,)), [
             "the step-time line falls with context, which the KV cache cannot do"],
