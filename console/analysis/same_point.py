@@ -19,6 +19,7 @@ check names the factor that is off. Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,9 +100,15 @@ def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdic
                     "resample; measure more rounds of the same passages")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
     if tok.ratio.rel_half_width > WIDE:
+        # Rounds narrow the timing part only; a drift term that is most of the width
+        # is narrowed by reading both sides in one comparison, not by more of the same.
+        drift = math.expm1(tok.drift_rel)
+        narrow = ("more rounds of the same passages narrow it" if tok.drift_rel <= tok.timing_rel
+                  else f"most of it is the host's drift between blocks (± {drift:.0%}), which "
+                  "more rounds do not narrow: measure both sides side by side or bracketed "
+                  "(`set --baseline`)")  # fmt: skip
         headline = (f"Not enough evidence: tok/s {tok.text()} at the same context and text is "
-                    "too wide to tell physics from a change that matters; more rounds of the "
-                    "same passages narrow it")  # fmt: skip
+                    f"too wide to tell physics from a change that matters; {narrow}")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
     headline = (f"Physics: within noise at the same context and text: tok/s {tok.text()}, "
                 "neither commit nor step time moved")  # fmt: skip

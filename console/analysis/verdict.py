@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from console.analysis import verdict_wording as words
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval
+from console.analysis.noise_profile import Z95
 from console.analysis.step_line_check import falling_step_line
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_records import (
@@ -396,7 +397,8 @@ def _one(
         commit = FactorRange("commit", ratio, f"observed commit {observed.commit:.2f} vs what "
                              "context and text explain", exact)  # fmt: skip
         lines.append(f"commit residual: {commit.text()} ({commit.detail})")
-    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors, commit)
+    drift = Z95 * math.hypot(observed.drift_log_sd, baseline.drift_log_sd if baseline else 0.0)
+    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors, commit, drift)
     j = replace(base, outcome=outcome, text_type=text, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
                 reasons=tuple(reasons), commit_check=commit, paired=by_passage)  # fmt: skip
@@ -404,12 +406,18 @@ def _one(
 
 
 def _outcome(
-    hard: list[str], factors: tuple[FactorRange, ...], commit: FactorRange | None = None
+    hard: list[str],
+    factors: tuple[FactorRange, ...],
+    commit: FactorRange | None = None,
+    drift: float = 0.0,
 ) -> tuple[Outcome, list[str]]:
     """Not physics only when the residual's interval (of tok/s, or of commit length alone)
     excludes no change and the residual is big enough to matter; physics only when the
     interval is narrow enough to say so, or when the factors explain a change far bigger
-    than it (a typed 138 -> 32 is physics even where one request reads ± 20% here)."""
+    than it (a typed 138 -> 32 is physics even where one request reads ± 20% here).
+    `drift`: the 95% half-width (log) of the host's drift between the two figures; where
+    it is most of the residual's width, the advice says so (more requests cannot narrow
+    it; one comparison that reads both sides together can)."""
     residual = factors[2]
     r = residual.ratio
     if hard:
@@ -430,6 +438,14 @@ def _outcome(
         explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
         if r.contains(1.0) and explained >= BIG * math.log(1 + r.rel_half_width):
             return "physics", []
+        if drift >= 0.5 * math.log1p(r.rel_half_width):
+            return "not enough evidence", [
+                f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
+                f"most of it is the host's drift between two figures taken at different "
+                f"times (± {math.expm1(drift):.0%}), which more requests do not narrow: "
+                "measure both in one comparison (`set --baseline`), or calibrate again "
+                "when the host is calmer"
+            ]
         return "not enough evidence", [
             f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
             "more requests (--repeat) narrow it"

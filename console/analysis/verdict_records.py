@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from console.analysis.decompose import MOVED, FitError
 from console.analysis.intervals import ChangeInterval, Interval, passage, pool, strata, usable
+from console.analysis.noise_profile import Z95
 from console.analysis.records import RequestSample
 from console.analysis.typed_noise import FigureNoise, NoiseProfile
 
@@ -80,6 +81,16 @@ class Observed:
     @property
     def n(self) -> int:
         return len(self.requests) or len(self.live)
+
+    @property
+    def drift_log_sd(self) -> float:
+        """The SD (log scale) of the host's drift this figure's draws carry: its share of
+        a shift between two blocks (`drift_sd`, or a typed figure's noise's)."""
+        if self.drift_sd > 0:
+            return self.drift_sd
+        if self.noise is not None and self.noise.drift:
+            return self.noise.drift / Z95 / math.sqrt(2.0)
+        return 0.0
 
     @property
     def is_typed(self) -> bool:

@@ -119,6 +119,15 @@ def test_a_same_point_interval_too_wide_to_rule_out_a_change_is_not_physics_eith
     verdict = judge_same_point(paired)
     assert verdict.outcome == "not enough evidence" and "too wide" in verdict.headline
     assert factor_sentence(verdict).startswith("too wide to tell (tok/s ± ")
+    # most of the width is the drift, so the advice is one comparison, not more rounds
+    assert "host's drift between blocks (± 26%)" in verdict.headline
+    assert "more rounds of the same passages" not in verdict.headline
+    # where the timing noise is most of it, more rounds are what narrows it
+    noisy = paired_figures(requests({"easy": 3, "hard": 3}, noise=0.2, seed=13),
+                           requests({"easy": 3, "hard": 3}, noise=0.2, seed=14))  # fmt: skip
+    loud = judge_same_point(noisy)
+    assert loud.outcome == "not enough evidence", loud.headline
+    assert "more rounds of the same passages narrow it" in loud.headline
     # the same change with a small drift is named: step time
     calm = paired_figures(before, after, drift=dataclasses.replace(drift, shift_sd=0.01))
     assert judge_same_point(calm).factor == "step time"

@@ -288,3 +288,25 @@ def test_the_field_reports_question_typed_is_physics_with_both_factors() -> None
         assert "context x0." in j.headline and "text x0." in j.headline
         if j.factor("residual").ratio.rel_half_width > 0.15:
             assert "too wide to rule out a smaller bug" in j.headline
+
+
+def test_a_residual_made_wide_by_the_drift_says_more_requests_will_not_narrow_it() -> None:
+    s = sweep()
+    a = point_tok_s(s, "code", 256)
+    calm = [1.0 + 0.01 * (i % 5 - 2) for i in range(30)]
+
+    def typed(drift: float, ratios: list[float]) -> str:
+        profile = NoiseProfile.from_dict({"source": "calibration of gpu1", "drift": drift,
+                                          "points": [{"text_type": "code", "context": 376,
+                                                      "ratios": ratios}]})  # fmt: skip
+        j = judge(replace(s, noise_profile=profile),
+                  Observed.typed_at(a * 0.9, 256, "code", requests=3),
+                  typed_baseline(s, a, 256, "code", requests=3))  # fmt: skip
+        assert j.outcome == "not enough evidence", j.text()
+        return j.text()
+
+    drifty = typed(0.30, calm)  # the host's drift across blocks: ± 30%, requests agree
+    assert "the host's drift between two figures" in drifty and "--repeat" not in drifty
+    loud = [1.0 + 0.25 * (i % 5 - 2) for i in range(30)]  # requests ± 50%, no drift
+    noisy = typed(0.0, loud)
+    assert "more requests (--repeat) narrow it" in noisy and "host's drift" not in noisy
