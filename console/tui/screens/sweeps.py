@@ -172,9 +172,7 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
         self.query_one("#verdict-panel").border_title = f"verdict ({explain}; {live} live)"
         for button_id, key_id, label in BUTTONS:
             self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
-        self.query_one("#sweep-note", Static).update(
-            f"{self.key_for('sweep-run')} runs; C cancels (samples taken are kept)"
-        )
+        self.show_note(f"{self.key_for('sweep-run')} runs; C cancels (samples taken are kept)")
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
@@ -213,6 +211,19 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
     def on_resize(self) -> None:
         # After the base screen's handler has set the size classes: -tall never folds.
         self.call_after_refresh(self.show_folded)
+        self.call_after_refresh(lambda: self.show_note(self._note))
+
+    _note = ""
+
+    def show_note(self, text: str) -> None:
+        """The progress note beside the buttons; below 140 columns, where the buttons
+        leave it little room (at 80 it was off the screen, the progress bar with it, and
+        cut at 100), on the points table's bottom edge as well: "3/16 requests", "refused: …", "16
+        requests, stored as run 7"."""
+        self._note = text
+        self.query_one("#sweep-note", Static).update(text)
+        wide = self.has_class("-wide")
+        self.query_one("#sweep-points").border_subtitle = "" if wide else text
 
     @on(Button.Pressed, "#sweep-run-button")
     def _run_pressed(self) -> None:
@@ -273,26 +284,26 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        self.query_one("#sweep-note", Static).update("warming up…")
+        self.show_note("warming up…")
         self.leave_form()  # C must cancel the sweep, not type into the repeat field
         self.request(RunSweep(kind, params, prompts=self.prompt_file()))  # type: ignore[arg-type]
 
     def on_action_progress(self, message: ActionProgress) -> None:
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.update(total=message.total, progress=message.done)
-        self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
+        self.show_note(f"{message.done}/{message.total} requests")
 
     def on_action_refused(self, message: ActionRefused) -> None:
         # Whatever became of it, the progress ends and says which: never "warming up…"
         # left animating after a refusal or a failure.
         self.query_one("#sweep-progress").display = False
-        self.query_one("#sweep-note", Static).update(message.outcome)
+        self.show_note(message.outcome)
 
     def on_sweep_ran(self, message: SweepRan) -> None:
         kind, result = message.kind, message.result
         self.query_one("#sweep-progress").display = False
         stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
-        self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
+        self.show_note(f"{len(result.samples)} requests, {stored}")
         if kind not in SWEEPS:  # two-point, stream check: the CLI's lines, in the panel
             lines = result_lines(kind, getattr(self, "_running_params", {}), result)
             self.show_verdict(Text(f"{kind}\n" + "\n".join(lines)))

@@ -75,6 +75,8 @@ async def test_a_sweep_and_its_model_are_in_view(size: tuple[int, int]) -> None:
         assert "model from this sweep (run 8)" in verdict, "\n".join(lines)
         assert "step time = " in verdict and "commit on code" in verdict, verdict
         assert "commit on prose" in verdict, verdict
+        # How it ended, whole: on the table's edge where the buttons leave the note no room.
+        assert any("16 requests, stored as run 8" in line for line in lines), "\n".join(lines)
         assert "q Quit" in lines[-1], lines[-1]
 
 
