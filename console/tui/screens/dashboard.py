@@ -52,6 +52,17 @@ from console.tui.widgets.fitted_table import FittedTable
 from console.tui.widgets.status_bar import state_text
 
 
+def flag_widths(width: int) -> tuple[int, int, int]:
+    """The key flags' columns (flag, value, from) at a terminal `width`: the value takes
+    what the panel has left (a default such as "the drafter's block size" is long), cut
+    with "…" beyond 32. Below 120 columns the panel is what the 30-column state or now
+    panel leaves; from 120 it is two thirds of what the 32-column readout leaves."""
+    label, source = (16, 8) if width < 120 else (22, 13)
+    panel = width - 30 if width < 120 else (width - 32) * 2 // 3
+    # Border and padding 4, the cells' padding 6, a column for a scrollbar.
+    return label, max(14, min(32, panel - 11 - label - source)), source
+
+
 def wall_clock() -> float:
     """Now, for the age of the last sample (tests pin it so a snapshot has no clock)."""
     return time.time()
@@ -86,11 +97,13 @@ class DashboardScreen(ViewScreen):
     }
     DashboardScreen.-dshort #dash-top { height: 9; }
     DashboardScreen.-dshort #dash-charts { height: 10; }
-    DashboardScreen.-dtiny #dash-top { height: 8; }
-    DashboardScreen.-dtiny #dash-charts { height: 8; }
+    DashboardScreen.-dtiny #dash-top { height: 9; }
+    DashboardScreen.-dtiny #dash-charts { height: 7; }
     DashboardScreen.-dtiny #state-hint { margin-top: 0; }
     DashboardScreen.-dtiny #dash-charts Chart { border: none; padding: 0 1 0 0; }
     DashboardScreen.-dnarrow #dash-now { width: 30; }
+    DashboardScreen.-dnarrow #dash-state { width: 30; }
+    DashboardScreen.-dnarrow #load-progress Bar { width: 20; }
     DashboardScreen.-dnarrow #dash-flags { width: 1fr; }
     DashboardScreen.-dnarrow.-ready #dash-state { display: none; }
     DashboardScreen.-dnarrow #dash-now { display: none; }
@@ -183,7 +196,7 @@ class DashboardScreen(ViewScreen):
         self.set_class(width < 120, "-dnarrow")
         self.set_class(height < 36, "-dshort")
         self.set_class(height < 28, "-dtiny")
-        widths = (16, 14, 8) if width < 120 else (22, 16, 13)
+        widths = flag_widths(width)
         if widths != self._flag_widths:
             self._flag_widths = widths
             flags = self.query_one("#flags-table", DataTable)
@@ -193,6 +206,7 @@ class DashboardScreen(ViewScreen):
             self._load_flags()  # the labels' length depends on the width too
         # Below 36 rows the panel holds the seven key flags or a header, not both (at
         # 800x600 the tool-call parser was below its edge): the panel title says it.
+        # Below 28 rows it is nine rows high, for the seven (the charts give one).
         self.query_one("#flags-table", DataTable).show_header = height >= 36
 
     def _show_state(self) -> None:

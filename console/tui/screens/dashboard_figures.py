@@ -276,7 +276,8 @@ def live_caption(
 
 def ellipsize(text: str, width: int) -> str:
     """`text` cut to `width` columns with an ellipsis, or whole when it fits."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    # No space before the ellipsis: "the drafter's…", not "the drafter's …".
+    return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -30,6 +30,7 @@ from console.tui.form_memory import load_form, save_form
 from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepRan
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.sweeps_breakeven import BreakevenPanel
+from console.tui.screens.sweeps_fold import FoldedForm
 from console.tui.screens.sweeps_methods import METHODS, SWEEPS, method_params, result_lines
 from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
@@ -77,7 +78,7 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
     return out
 
 
-class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
+class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
@@ -90,9 +91,19 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
     SweepsScreen.-breakeven #breakeven-line { display: block; }
     SweepsScreen.-breakeven.-tall #breakeven-line { display: none; }
     SweepsScreen #breakeven-text { width: auto; }
+    SweepsScreen #sweep-folded {
+        display: none; width: 100%; height: 1; padding: 0 1; content-align: left middle;
+        text-align: left; text-wrap: nowrap; text-overflow: ellipsis;
+        background: $panel; color: $text; text-style: none;
+    }
+    SweepsScreen #sweep-folded:focus { background: $primary 40%; }
+    SweepsScreen.-folded #sweep-folded { display: block; }
+    SweepsScreen.-folded #sweep-form { display: none; }
     """
 
     def compose_body(self) -> ComposeResult:
+        # The form in one line, in its place once a sweep's points are shown (sweeps_fold).
+        yield Button("", id="sweep-folded", compact=True)
         with Vertical(id="sweep-form", classes="panel"):
             with Horizontal(id="sweep-fields"):
                 kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
@@ -125,24 +136,23 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
             yield FittedTable(POINT_COLUMNS, id="sweep-points", show_cursor=False,
                               zebra_stripes=True)  # fmt: skip
             with Vertical(id="verdict-panel", classes="panel"):
-                # One row per figure pair, labels beside the boxes: the verdict keeps its
+                # Two rows, labels beside the boxes: the observed figure and the
+                # baseline, each with its prompt length (as typed on the command line),
+                # text type, output tokens ("out", blank: the sweep's) and how many
+                # requests it is the median of ("n", blank: one). The verdict keeps its
                 # room for the explanation at every terminal size.
-                # Contexts are prompt lengths, as typed on the command line; "out" is
-                # the output tokens (blank: the sweep's), "n" how many requests the
-                # figure is the median of (blank: one).
                 with Horizontal(classes="verdict-form"):
                     yield from inline_field("observed", "tok/s", "v-observed")
                     yield from inline_field("prompt", "tokens", "v-context")
                     yield from inline_field("text", "type", "v-text")
-                with Horizontal(classes="verdict-form"):
-                    yield from inline_field("baseline", "tok/s, optional", "v-baseline")
-                    yield from inline_field("prompt", "tokens", "v-baseline-context")
-                    yield from inline_field("b. text", "type", "v-baseline-text")
-                with Horizontal(classes="verdict-form"):
                     yield from inline_field("out", "sweep's", "v-output")
                     yield from inline_field("n", "1", "v-requests")
-                    yield from inline_field("b. out", "sweep's", "v-baseline-output")
-                    yield from inline_field("b. n", "1", "v-baseline-requests")
+                with Horizontal(classes="verdict-form"):
+                    yield from inline_field("baseline", "optional", "v-baseline")
+                    yield from inline_field("prompt", "tokens", "v-baseline-context")
+                    yield from inline_field("text", "type", "v-baseline-text")
+                    yield from inline_field("out", "sweep's", "v-baseline-output")
+                    yield from inline_field("n", "1", "v-baseline-requests")
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
         # Stored break-even runs (`specconsole breakeven`), apart from the verdict panel:
@@ -162,9 +172,7 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
         self.query_one("#verdict-panel").border_title = f"verdict ({explain}; {live} live)"
         for button_id, key_id, label in BUTTONS:
             self.query_one(f"#{button_id}", Button).label = f"{label} ({self.key_for(key_id)})"
-        self.query_one("#sweep-note", Static).update(
-            f"{self.key_for('sweep-run')} runs; C cancels (samples taken are kept)"
-        )
+        self.show_note(f"{self.key_for('sweep-run')} runs; C cancels (samples taken are kept)")
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
@@ -184,6 +192,38 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
         if action == "breakeven":
             return not self.session.running
         return True
+
+    @on(Button.Pressed, "#sweep-folded")
+    def _folded_pressed(self) -> None:
+        self.unfold()
+
+    def on_descendant_focus(self) -> None:
+        self.show_folded()
+
+    def on_descendant_blur(self) -> None:
+        self.show_folded()
+
+    @on(Input.Changed, "#sweep-form Input")
+    @on(Select.Changed, "#sweep-kind")
+    def _form_changed(self) -> None:
+        self.show_folded()  # the folded line says what the form holds
+
+    def on_resize(self) -> None:
+        # After the base screen's handler has set the size classes: -tall never folds.
+        self.call_after_refresh(self.show_folded)
+        self.call_after_refresh(lambda: self.show_note(self._note))
+
+    _note = ""
+
+    def show_note(self, text: str) -> None:
+        """The progress note beside the buttons; below 140 columns, where the buttons
+        leave it little room (at 80 it was off the screen, the progress bar with it, and
+        cut at 100), on the points table's bottom edge as well: "3/16 requests", "refused: …", "16
+        requests, stored as run 7"."""
+        self._note = text
+        self.query_one("#sweep-note", Static).update(text)
+        wide = self.has_class("-wide")
+        self.query_one("#sweep-points").border_subtitle = "" if wide else text
 
     @on(Button.Pressed, "#sweep-run-button")
     def _run_pressed(self) -> None:
@@ -244,35 +284,35 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        self.query_one("#sweep-note", Static).update("warming up…")
+        self.show_note("warming up…")
         self.leave_form()  # C must cancel the sweep, not type into the repeat field
         self.request(RunSweep(kind, params, prompts=self.prompt_file()))  # type: ignore[arg-type]
 
     def on_action_progress(self, message: ActionProgress) -> None:
         bar = self.query_one("#sweep-progress", ProgressBar)
         bar.update(total=message.total, progress=message.done)
-        self.query_one("#sweep-note", Static).update(f"{message.done}/{message.total} requests")
+        self.show_note(f"{message.done}/{message.total} requests")
 
     def on_action_refused(self, message: ActionRefused) -> None:
         # Whatever became of it, the progress ends and says which: never "warming up…"
         # left animating after a refusal or a failure.
         self.query_one("#sweep-progress").display = False
-        self.query_one("#sweep-note", Static).update(message.outcome)
+        self.show_note(message.outcome)
 
     def on_sweep_ran(self, message: SweepRan) -> None:
         kind, result = message.kind, message.result
         self.query_one("#sweep-progress").display = False
         stored = f"stored as run {result.run_id}" if result.run_id is not None else "not stored"
-        self.query_one("#sweep-note", Static).update(f"{len(result.samples)} requests, {stored}")
+        self.show_note(f"{len(result.samples)} requests, {stored}")
         if kind not in SWEEPS:  # two-point, stream check: the CLI's lines, in the panel
             lines = result_lines(kind, getattr(self, "_running_params", {}), result)
-            self.query_one("#verdict", Static).update(Text(f"{kind}\n" + "\n".join(lines)))
+            self.show_verdict(Text(f"{kind}\n" + "\n".join(lines)))
             return
         self._show_points(result.points, kind)
         if result.model is not None:
             self._set_model(result.model, f"this sweep (run {result.run_id})", result.samples)
         elif result.figures.get("fit_error"):
-            self.query_one("#verdict", Static).update(f"no model: {result.figures['fit_error']}")
+            self.show_verdict(f"no model: {result.figures['fit_error']}")
 
     def _show_points(self, points: list[PointSummary], kind: str) -> None:
         x_label = "context tokens" if kind == "context" else "output tokens"
@@ -297,6 +337,8 @@ class SweepsScreen(BreakevenPanel, VerdictPanel, ViewScreen):
             for p in points
         ]  # fmt: skip
         self.query_one("#sweep-points", FittedTable).set_rows(rows)
+        self._points_shown = True
+        self.show_folded()
 
     # Here, not in VerdictPanel: Textual finds `@on` handlers only on its own classes.
     @on(Input.Changed, "#v-observed, #v-context")

@@ -130,7 +130,7 @@ class BreakevenPanel:
         bar = q("#sweep-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        q("#sweep-note", Static).update(
+        self.show_note(  # type: ignore[attr-defined]
             f"break-even on {params['text_type']} text: speculation on, then off, then on…"
         )
         self.leave_form()  # type: ignore[attr-defined]
@@ -142,7 +142,7 @@ class BreakevenPanel:
         q("#sweep-progress").display = False
         state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
         stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
-        q("#sweep-note", Static).update(f"break-even done ({stored}, {state})")
+        self.show_note(f"break-even done ({stored}, {state})")  # type: ignore[attr-defined]
         text = Text("\n".join(breakeven.table_lines(result.rows)) + "\n")
         q("#breakeven-text", Static).update(text)
         q("#breakeven-line", Static).update(breakeven_line(result.run_id, result.rows))

@@ -59,6 +59,12 @@ class VerdictPanel:
     _live: LiveWindow | None
     _noise: NoiseProfile | None = None  # the host's calibration, as typed noise
 
+    def show_verdict(self, text: Text | str) -> None:
+        """The panel's text, read from its top: the newest result's headline in view,
+        wherever the previous one had been scrolled to."""
+        self.query_one("#verdict", Static).update(text)
+        self.query_one("#verdict-scroll").scroll_home(animate=False)
+
     # -- the stored model -------------------------------------------------------------
 
     @work(group="sweep-model", exclusive=True, exit_on_error=False)
@@ -99,7 +105,7 @@ class VerdictPanel:
         host = self.session.service.profile.name if self.session.service else "HOST"
         self.sweep = Sweep(tuple(samples), host, self._context_limit(),
                            noise_profile=self._noise)  # fmt: skip
-        self.query_one("#verdict", Static).update(model_text(model, source))
+        self.show_verdict(model_text(model, source))
 
     def _context_limit(self) -> int | None:
         info = self.session.server_info or {}
@@ -129,7 +135,7 @@ class VerdictPanel:
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.query_one("#verdict", Static).update(verdict_text(verdict, self.model_source))
+        self.show_verdict(verdict_text(verdict, self.model_source))
         if verdict.offer_contexts:
             # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
             # runs exactly the sweep the verdict asks for.

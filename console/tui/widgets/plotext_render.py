@@ -178,7 +178,7 @@ def render_lines(
         fig.theme("colorless")
         fig.canvas("default")
         fig.legend(False)
-        fig.title(title if drawn else f"{title} ({empty})" if title else empty)
+        fig.title(_title(title, empty, drawn, width))
         if x_label:
             fig.label(x_label, "x")
         # One series: draw it uncoloured and colour its dots here, which skips parsing
@@ -211,3 +211,13 @@ def render_lines(
         text.append("\n")
         text.append_text(line)
     return text
+
+
+def _title(title: str, empty: str, drawn: list, width: int) -> str:
+    """The chart's title; with nothing drawn, the empty note beside it where the width
+    holds both, else the title alone (plotext drops a title wider than the chart, which
+    left empty charts at 80 columns with no name at all)."""
+    if drawn or not title:
+        return title or ("" if drawn else empty)
+    both = f"{title} ({empty})"
+    return both if len(both) <= width - 2 else title

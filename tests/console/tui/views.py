@@ -74,8 +74,10 @@ async def store_history() -> None:
                        started_at=fakes.T0 + 600 * i)  # fmt: skip
         run_id = await store.start_run(info)
         for s in fakes.sweep_samples():
+            # tok/s and step time from the decode time too: the comparison pools them.
             await store.add_request(run_id, s.__class__(**{
                 **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
+                "decode_time_s": s.decode_time_s / scale,
                 "step_time_s": s.step_time_s / scale}))  # fmt: skip
         await store.finish_run(run_id, "complete", None)
     store.close()
