@@ -355,10 +355,20 @@ class Attention(nn.Module):
         return self._shape_q(self.q_proj(x), cos, sin)
 
     def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=self.n_kv != self.n_heads
-        )
-        b, _, t, _ = out.shape
+        b, _, t, d = q.shape
+        groups = self.n_heads // self.n_kv
+        if groups > 1 and t > 1 and not is_causal and (mask is None or mask.shape[1] == 1):
+            # The query heads sharing a K/V head become rows of one head: SDPA then reads
+            # each K/V head once for all of them, with the mask rows repeated per head
+            # (the mask is the same for every head). Same arithmetic per row: bit-identical.
+            q = q.reshape(b, self.n_kv, groups * t, d)
+            mask = None if mask is None else mask.repeat(1, 1, groups, 1)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            out = out.view(b, self.n_heads, t, d)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=groups > 1
+            )
         return project(self.o_proj, out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
 
     def forward(self, x, cos, sin, cache: KVCache | None, layer: int, mask: torch.Tensor | None):

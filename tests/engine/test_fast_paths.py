@@ -106,3 +106,31 @@ def test_rotary_span_is_the_gather_of_its_positions(signed):
             assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
     cos, _ = rope.span(5, 3, torch.device("cpu"), torch.float32)  # training: computed
     assert torch.equal(cos, rope(torch.arange(5, 8)[None], torch.float32)[0])
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_grouped_query_rows_folded_into_their_kv_head_attend_bit_identically(masked):
+    """Multi-row attention folds the query heads sharing a K/V head into one head's rows
+    (the tree verify and the draft block): the same output, bit for bit, as SDPA's own
+    grouped-query path over a cache view, with the tree mask or without one."""
+    cfg = model.Qwen3Config(
+        vocab_size=8, hidden_size=256, intermediate_size=8, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+    )  # fmt: skip
+    attn = model.Attention(cfg)
+    gen = torch.Generator().manual_seed(5)
+    t, past = 16, 300
+    q = torch.randn(1, t, 4, 64, generator=gen).transpose(1, 2)  # a strided view, as in use
+    k = torch.randn(1, 2, 512, 64, generator=gen)[:, :, : past + t]
+    v = torch.randn(1, 2, 512, 64, generator=gen)[:, :, : past + t]
+    mask = None
+    if masked:
+        vis = torch.rand(t, t, generator=gen) < 0.5
+        vis |= torch.eye(t, dtype=torch.bool)
+        mask = torch.zeros(1, 1, t, past + t)
+        mask[..., past:].masked_fill_(~vis, torch.finfo(torch.float32).min)
+    with torch.inference_mode():
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        ref = model.project(attn.o_proj, ref.transpose(1, 2).reshape(1, t, 256))
+        got = attn.attend(q, k, v, mask, is_causal=False)
+    assert torch.equal(got, ref)
