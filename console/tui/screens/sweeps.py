@@ -103,7 +103,9 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         # The form in one line, in its place once a sweep's points are shown (sweeps_fold).
-        yield Button("", id="sweep-folded", compact=True)
+        folded = Button("", id="sweep-folded", compact=True)
+        folded.can_focus = False  # while hidden: the focus starts in the form, as it did
+        yield folded
         with Vertical(id="sweep-form", classes="panel"):
             with Horizontal(id="sweep-fields"):
                 kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
@@ -337,7 +339,11 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
             for p in points
         ]  # fmt: skip
         self.query_one("#sweep-points", FittedTable).set_rows(rows)
-        self._points_shown = True
+        first, self._points_shown = not self._points_shown, True
+        if first and not self.has_class("-tall") and self.focused is self.query_one("#sweep-kind"):
+            # The focus the view opened with, not the operator's: to the points, so the
+            # form folds and the points are in view (a Tab or a click unfolds it).
+            self.leave_form()
         self.show_folded()
 
     # Here, not in VerdictPanel: Textual finds `@on` handlers only on its own classes.

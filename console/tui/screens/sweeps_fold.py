@@ -43,9 +43,10 @@ class FoldedForm:
         """Fold or unfold as the rule says, and keep the folded line's text current."""
         fold = self._points_shown and not self.has_class("-tall") and not self._in_form()
         self.set_class(fold, "-folded")
+        line = self.query_one("#sweep-folded", Button)
+        line.can_focus = fold  # a hidden line would take the focus (and the first Tab)
         if fold:
-            label = f"Edit sweep ▸ {self.folded_text()}"
-            self.query_one("#sweep-folded", Button).label = label
+            line.label = f"Edit sweep ▸ {self.folded_text()}"
 
     def _in_form(self) -> bool:
         focused: Widget | None = self.focused

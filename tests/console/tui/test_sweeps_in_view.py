@@ -110,3 +110,14 @@ async def test_the_form_stays_open_at_160x48() -> None:
         assert not any("Edit sweep ▸" in line for line in lines)
         assert any("contexts (tokens)" in line for line in lines)
         _points_in_view(lines, _ran())
+
+
+async def test_the_hidden_folded_line_never_takes_the_focus() -> None:
+    # Tall, the form never folds: the focus starts in the form and the first Tab goes to
+    # the contexts, as typing "Tab 1 Tab 7" expects (a hidden line once took both).
+    app, run_before = views.scenario("sweeps")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await run_before(pilot)
+        assert app.screen.focused is not None and app.screen.focused.id == "sweep-kind"
+        await pilot.press("tab")
+        assert app.screen.focused is not None and app.screen.focused.id == "sweep-contexts"
