@@ -78,6 +78,17 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
     return out
 
 
+# The verdict form's two rows: (label, placeholder, id) of the observed figure's fields,
+# then the baseline's.
+VERDICT_ROWS = (
+    (("observed", "tok/s", "v-observed"), ("prompt", "tokens", "v-context"),
+     ("text", "type", "v-text"), ("out", "sweep's", "v-output"), ("n", "1", "v-requests")),
+    (("baseline", "optional", "v-baseline"), ("prompt", "tokens", "v-baseline-context"),
+     ("text", "type", "v-baseline-text"), ("out", "sweep's", "v-baseline-output"),
+     ("n", "1", "v-baseline-requests")),
+)  # fmt: skip
+
+
 class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
@@ -143,18 +154,10 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
                 # text type, output tokens ("out", blank: the sweep's) and how many
                 # requests it is the median of ("n", blank: one). The verdict keeps its
                 # room for the explanation at every terminal size.
-                with Horizontal(classes="verdict-form"):
-                    yield from inline_field("observed", "tok/s", "v-observed")
-                    yield from inline_field("prompt", "tokens", "v-context")
-                    yield from inline_field("text", "type", "v-text")
-                    yield from inline_field("out", "sweep's", "v-output")
-                    yield from inline_field("n", "1", "v-requests")
-                with Horizontal(classes="verdict-form"):
-                    yield from inline_field("baseline", "optional", "v-baseline")
-                    yield from inline_field("prompt", "tokens", "v-baseline-context")
-                    yield from inline_field("text", "type", "v-baseline-text")
-                    yield from inline_field("out", "sweep's", "v-baseline-output")
-                    yield from inline_field("n", "1", "v-baseline-requests")
+                for row in VERDICT_ROWS:
+                    with Horizontal(classes="verdict-form"):
+                        for label, hint, field_id in row:
+                            yield from inline_field(label, hint, field_id)
                 with VerticalScroll(id="verdict-scroll"):
                     yield Static("", id="verdict")
         # Stored break-even runs (`specconsole breakeven`), apart from the verdict panel:
