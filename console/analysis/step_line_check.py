@@ -26,7 +26,7 @@ def _falls_by(model: ThroughputModel) -> dict[str, float]:
 
 def falling_step_line(model: ThroughputModel, sweep: Sweep, seed: int) -> str | None:
     """A step line that falls by more than `FALL` across the swept contexts, and falls on
-    every refit of the sweep's own resampled requests but a `LEVEL` tail: attention over
+    every refit of the sweep's own resampled requests but a 2.5% tail: attention over
     a growing KV cache cannot get cheaper, so the sweep measured something else (a busy
     host, warm-up). A line whose fall lies within the sweep's own noise (one slow request
     at the low context of a cheap model) is flat as far as the sweep can tell; the
