@@ -216,6 +216,66 @@ def test_a_repeated_prompt_is_in_view_at_80x24(tmux: Tmux, local_engine: LocalEn
     assert len(raw) == 3, f"{len(raw)} of 3 raw rows in view:\n{screen}"
 
 
+def _click(tmux: Tmux, column: int, row: int) -> None:
+    """A left click at a 1-based cell, as the terminal writes it (SGR mouse reporting,
+    which the app turns on): the press and the release."""
+    for end in "Mm":
+        tmux.cmd("send-keys", "-t", "console", "-l", f"\x1b[<0;{column};{row}{end}")
+
+
+def _points_rows(screen: str) -> list[str]:
+    """The rows inside the sweeps view's points panel."""
+    lines = screen.splitlines()
+    top = next(i for i, line in enumerate(lines) if "─ points" in line)
+    bottom = next(i for i in range(top + 1, len(lines)) if lines[i].startswith("╰"))
+    return lines[top + 1 : bottom]
+
+
+def test_a_sweep_run_at_80x24_folds_its_form_and_keeps_every_point_in_view(
+    tmux: Tmux, local_engine: LocalEngine
+) -> None:
+    # At 80x24 the form, the points and the verdict do not fit at once: a real sweep run
+    # from the form folds the form into one line that says what it holds, every point is
+    # in view with its interval, a click on the line opens the form, Escape folds it.
+    started = local_engine.cli("start", "local", "--wait", timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    tmux.start(_connect_argv(), size=(80, 24))
+    tmux.wait_for("the dashboard, ready", lambda s: "ready" in s.splitlines()[0], timeout=90)
+    tmux.keys(_key("sweeps"))
+    tmux.wait_for("the sweep form", lambda s: "contexts (tokens)" in s, timeout=30)
+    tmux.wait_for("no action running", lambda s: "C cancels" not in s.splitlines()[0], 60)
+    # contexts, output tokens, text types, repeat: Tab selects a field's text, typing
+    # replaces it
+    tmux.keys("Tab", "64,256", "Tab", "16", "Tab", "code,prose", "Tab", "2")
+    tmux.wait_for("the typed sweep", lambda s: re.search(r"▼\W+64,256\W+16\W+code,prose", s)
+                  is not None and "repeat 2" in s, timeout=ECHO_S)  # fmt: skip
+    tmux.keys(_key("sweep-run"))
+    screen = tmux.wait_for("the run's points", lambda s: "8 requests, stored as run" in s, 300)
+    lines = screen.splitlines()
+    assert len(lines) == 24 and "q Quit" in lines[-1], screen
+    folded = "Edit sweep ▸ context · 64,256 · out 16 · code,prose · repeat 2"
+    assert lines[1].strip().startswith(folded), screen  # the form, one line, under the bar
+    assert "contexts (tokens)" not in screen, screen
+    interval = r"\d+\.\d \[\d+\.\d–\d+\.\d\]\s+\d\.\d\d \[\d\.\d\d–\d\.\d\d\]"
+    for text in ("code", "prose"):
+        for context in (64, 256):
+            row = [r for r in _points_rows(screen) if re.search(rf"{text}\s+{context}\s+2\s", r)]
+            assert len(row) == 1 and re.search(interval, row[0]), (text, context, screen)
+    assert "model from this sweep" in screen, screen  # the verdict panel's model, in view
+
+    _click(tmux, 10, 2)  # on the folded line
+    screen = tmux.wait_for("the form open", lambda s: "contexts (tokens)" in s, timeout=ECHO_S)
+    assert "Edit sweep" not in screen and "q Quit" in screen.splitlines()[-1], screen
+    tmux.keys("Tab", "Tab", "24")  # the output field: what the folded line names next
+    tmux.wait_for("the output typed", lambda s: re.search(r"64,256\W+24\W", s) is not None,
+                  timeout=ECHO_S)  # fmt: skip
+    tmux.keys("Escape")
+    screen = tmux.wait_for("the form folded again",
+                           lambda s: "Edit sweep ▸ context · 64,256 · out 24 ·" in s,
+                           timeout=ECHO_S)  # fmt: skip
+    assert len([r for r in _points_rows(screen) if re.search(r"(code|prose)\s+(64|256)\s", r)]) == 4
+
+
 def test_keys_typed_right_after_tab_land_in_the_field_tab_went_to(
     tmux: Tmux, local_engine: LocalEngine
 ) -> None:
