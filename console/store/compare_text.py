@@ -39,8 +39,9 @@ def comparison_lines(result: RunComparison) -> list[str]:
         lines.append(
             "per point measured by both runs, over unflagged samples: tok/s, commit and step "
             "pooled (tokens / steps / decode time) over the passages both read, paired by "
-            "passage, TTFT the mean; [95% interval]; a change is a finding only when its "
-            "interval excludes no change"
+            "passage, TTFT the mean; each run's figure [95% interval], a change paired by "
+            "passage [99% over all rows together] (else resampled per run [95%]); a change is "
+            "a finding only when its interval excludes no change"
         )
         lines.append(fmt.table(headers, rows, right={0, 3, 4, 6}))
         lines.append(result.drift.text())

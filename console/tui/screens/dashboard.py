@@ -189,6 +189,8 @@ class DashboardScreen(ViewScreen):
     def on_resize(self, event) -> None:
         if self._intact():
             self._fit(event.size.width, event.size.height)
+            # The caption's wording follows its width, known once the layout has settled.
+            self.call_after_refresh(lambda: self._intact() and self._show_live())
 
     def _fit(self, width: int, height: int) -> None:
         # Its own class names: the base screen sets -narrow/-short at other sizes on
@@ -300,18 +302,20 @@ class DashboardScreen(ViewScreen):
         gpus = self.session.gpu_samples
         # Draw only when something new arrived: the watcher also fires for requests,
         # and a chart redraw (plotext) is the costly part of an update.
+        room = self.query_one("#live-caption", Static).content_region.width or None
         key = (len(samples), samples[-1].t if samples else None, len(gpus),
-               gpus[-1].t if gpus else None)  # fmt: skip
+               gpus[-1].t if gpus else None, room)  # fmt: skip
         if key != self._live_key:
             self._live_key = key
             self._now = now_figures(samples)
             self._show_now()
             charts = {"tok": "#chart-tok", "commit": "#chart-commit", "step": "#chart-step"}
             colors = self.query_one("#chart-tok", Chart).colors()
-            caption = live_caption(samples, colors, self.window_s)
             gpu = gpu_text(gpus)
-            if gpu and self.has_class("-dnarrow"):
-                caption.append(f"  {gpu}")
+            beside = f"  {gpu}" if gpu and self.has_class("-dnarrow") else ""
+            caption = live_caption(samples, colors, self.window_s,
+                                   room and room - len(beside))  # fmt: skip
+            caption.append(beside)
             # The theme is in the key: the legend's colours follow a theme change.
             if (caption.plain, self.app.theme) != getattr(self, "_caption", None):
                 self._caption = (caption.plain, self.app.theme)

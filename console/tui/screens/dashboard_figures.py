@@ -254,23 +254,33 @@ def live_caption(
     samples: list[LiveSample],
     colors: Sequence[RGB] = ((78, 161, 211),),
     window_s: float | None = WINDOWS_S[0],
+    width: int | None = None,
 ) -> Text:
     """The charts' shared legend: which mark is which source (log lines, /metrics,
-    measured requests), and what x means."""
+    measured requests), and what x means, in `width` columns where given: the longest
+    wording that fits, never a cut one ("gap: idle" lost its last word at 80 columns)."""
     samples = charted(samples)
     if not samples:
         return Text("no live samples yet: the engine has not decoded since the console opened")
     # Which sources, not how many samples: the caption then changes only when a source
     # appears, and an unchanged caption costs no relayout of the screen per sample.
     present = {s.source for s in samples}
-    # Short enough for 80 columns: x is the same for the three charts, so it is said once.
-    text = Text(f"x: s before the latest, {window_text(window_s)} (t widens)")
-    for source, _ in SOURCES:
-        if source in present:
-            legend_entry(text, ChartSeries(SHORT_SOURCE[source], (), markers=source == "request",
-                                           lines=source != "request"),
-                         colors[SLOT[source] % len(colors)])  # fmt: skip
-    text.append("  gap: idle")
+    window = window_text(window_s)
+    # x is the same for the three charts, so it is said once; the footer also names the
+    # key that widens the window, so that hint goes first where room is short.
+    heads = (f"x: s before the latest, {window} (t widens)", f"x: s before the latest, {window}",
+             f"x: s before latest, {window}", f"x: s, {window}")  # fmt: skip
+    for head in heads:
+        text = Text(head)
+        for source, _ in SOURCES:
+            if source in present:
+                legend_entry(text, ChartSeries(SHORT_SOURCE[source], (),
+                                               markers=source == "request",
+                                               lines=source != "request"),
+                             colors[SLOT[source] % len(colors)])  # fmt: skip
+        text.append("  gap: idle")
+        if width is None or text.cell_len <= width:
+            break
     return text
 
 

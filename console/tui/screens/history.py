@@ -81,7 +81,7 @@ def params_text(params: dict) -> str:
 # comes before the two runs' figures, so at 80 columns, where "A → B" is dropped whole,
 # the finding is still on the row (never wrapped onto two, never cut mid-number).
 COMPARE_COLUMNS = (Col("context"), Col("text", flex=True, min_width=5), Col("figure"),
-                   Col("change [95%]"), Col("A → B", optional=True),
+                   Col("change"), Col("A → B", optional=True),
                    Col("n A/B", optional=True))  # fmt: skip
 
 

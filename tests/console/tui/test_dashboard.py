@@ -77,6 +77,13 @@ def test_sources_are_separate_series_and_requests_are_points() -> None:
     assert len({s.slot for s in tok}) == 3  # one colour each, the same in every chart
     caption = dashboard.live_caption(samples).plain
     assert "log line" in caption and "request" in caption and "gap: idle" in caption
+    # In the room it has (78 cells inside the panel at 80 columns): the longest wording
+    # that fits, whole; the window's key hint goes first (the footer names it too).
+    for width in (78, 68):
+        narrow = dashboard.live_caption(samples, width=width).plain
+        assert len(narrow) <= width and narrow.endswith("gap: idle"), (width, narrow)
+        assert "log line" in narrow and "request" in narrow and "last 2 min" in narrow
+    assert "(t widens)" in dashboard.live_caption(samples, width=160).plain
 
 
 def test_warmup_samples_are_not_traffic() -> None:

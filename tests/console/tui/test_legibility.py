@@ -81,15 +81,17 @@ async def _compared_at_80x24(app, run_before) -> None:
         table = app.screen.query_one("#hist-table")
         assert table.row_count == 32  # 8 points x 4 figures
         header = [str(c.label) for c in table.columns.values()]
-        assert header[:4] == ["context", "text", "figure", "change [95%]"]
+        assert header[:4] == ["context", "text", "figure", "change"]
         width = sum(c.get_render_width(table) for c in table.columns.values())
         assert width <= table.scrollable_content_region.width  # no row wider than the panel
         assert table.get_row_at(0)[:3] == ["64", "code", "tok/s"]
 
 
 def test_the_comparison_says_its_interval_in_words() -> None:
-    # The sentence above the table names "[95% interval]": shown as text, not read as
-    # markup (which dropped it).
+    # The sentence above the table names its levels, "[95% interval]" for each run's
+    # figure and 99% over all rows for a paired change: shown as text, not read as markup
+    # (which dropped it). The table's header says no level (it once said 95% of changes
+    # taken at 99%).
     import asyncio
 
     app, run_before = views.scenario("history")
@@ -98,7 +100,9 @@ def test_the_comparison_says_its_interval_in_words() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
             await run_before(pilot)
             shown = str(app.screen.query_one("#hist-text").render())
-            assert "[95% interval]" in shown.replace("\n", " "), shown
+            words = " ".join(shown.split())
+            assert "figure [95% interval]" in words, shown
+            assert "paired by passage [99% over all rows together]" in words, shown
 
     asyncio.run(check())
 
@@ -219,10 +223,12 @@ def test_a_comparison_s_figures_are_in_view_below_a_short_run_list() -> None:
     async def check() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
             await run_before(pilot)
-            shown = [line for line in _lines(app) if re.search(r"\d → \d", line)]
+            shown = [line for line in _lines(app) if re.search(r"[\d\]] → \d", line)]
             assert len(shown) >= 6, "\n".join(_lines(app))
-            # the second run decodes at 0.8 of the first (views.store_history)
-            assert re.search(r"64\s+code\s+tok/s\s+-20%.*170\.7 → 136\.5", shown[0]), shown
+            # the second run decodes at 0.8 of the first (views.store_history), and each
+            # figure and change carries its interval
+            ranged = r"-20% \[-\d+%…-[\d.]+%\]\s+170\.\d \[[\d.–]+\] → 136\.5 \[[\d.–]+\]"
+            assert re.search(rf"64\s+code\s+tok/s\s+{ranged}", shown[0]), shown
 
     asyncio.run(check())
 

@@ -74,11 +74,17 @@ async def store_history() -> None:
                        started_at=fakes.T0 + 600 * i)  # fmt: skip
         run_id = await store.start_run(info)
         for s in fakes.sweep_samples():
-            # tok/s and step time from the decode time too: the comparison pools them.
-            await store.add_request(run_id, s.__class__(**{
-                **s.as_dict(), "decode_tok_s": s.decode_tok_s * scale,
-                "decode_time_s": s.decode_time_s / scale,
-                "step_time_s": s.step_time_s / scale}))  # fmt: skip
+            # Two passages read twice each per point, the same on both runs, with a small
+            # spread of their own: the comparison pairs them, so every change carries an
+            # interval (one request per point has none to show).
+            for passage, jitter in ((0, 0.98), (0, 1.01), (1, 1.02), (1, 0.99)):
+                k = scale * (jitter if i == 0 else 2.0 - jitter)
+                # tok/s and step time from the decode time too: the comparison pools them.
+                await store.add_request(run_id, s.__class__(**{
+                    **s.as_dict(), "prompt_id": s.prompt_id.replace("#0", f"#{passage}"),
+                    "decode_tok_s": s.decode_tok_s * k,
+                    "decode_time_s": s.decode_time_s / k, "step_time_s": s.step_time_s / k,
+                }))  # fmt: skip
         await store.finish_run(run_id, "complete", None)
     store.close()
 
