@@ -17,6 +17,7 @@ from console.hosts import connect_targets
 from console.tui.messages import ConnectTo, send
 from console.tui.state import session_of
 from console.tui.widgets.footer import ConsoleFooter
+from console.tui.widgets.text_field import TextField
 
 
 class ConnectScreen(Screen):
@@ -33,7 +34,7 @@ class ConnectScreen(Screen):
             yield Static("", id="connect-message")
             yield Static("Hosts (profiles and ~/.ssh/config):", id="picker-label")
             yield OptionList(id="picker")
-            yield Input(placeholder="or type a profile, user@host or ssh alias", id="typed")
+            yield TextField(placeholder="or type a profile, user@host or ssh alias", id="typed")
         yield ConsoleFooter()
 
     def on_mount(self) -> None:

@@ -31,6 +31,7 @@ from console.tui.screens.flags_check import FlagChecks
 from console.tui.state import watch_config, watch_state
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.flag_title import FlagTitle
+from console.tui.widgets.text_field import TextField
 from console.tui.widgets.tick_box import TickBox
 from console.tui.widgets.word_wrap import WrappedText
 
@@ -76,13 +77,13 @@ class FlagsScreen(FlagChecks, ViewScreen):
     HOME = "#flag-table"
 
     def compose_body(self) -> ComposeResult:
-        yield Input(placeholder="/ search flags", id="flag-search")
+        yield TextField(placeholder="/ search flags", id="flag-search")
         with Horizontal(id="flag-main"):
             yield FittedTable(FLAG_COLUMNS, id="flag-table", cursor_type="row", zebra_stripes=True)
             with Vertical(id="flag-editor", classes="panel"):
                 yield FlagTitle(id="flag-title")
                 yield WrappedText("", id="flag-help")
-                yield Input(placeholder="new value (blank: default)", id="flag-value")
+                yield TextField(placeholder="new value (blank: default)", id="flag-value")
                 yield Static("", id="flag-check")
         with Vertical(id="flag-pending", classes="panel"):
             # The edits scroll; the buttons and baseline settings below stay in view.

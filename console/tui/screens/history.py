@@ -27,6 +27,7 @@ from console.store.compare_text import FIGURE_TEXT, comparison_lines
 from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.widgets.fitted_table import Col, FittedTable
+from console.tui.widgets.text_field import TextField
 
 RUN_LIMIT = 500
 # Ids, times, counts and hashes are never cut; the host gives way with an ellipsis.
@@ -155,7 +156,7 @@ class HistoryScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="hist-top"):
-            yield Input(
+            yield TextField(
                 placeholder="/ filter: host, method, status, flags hash, id", id="hist-filter"
             )
             yield Static("", id="hist-count")

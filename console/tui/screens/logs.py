@@ -27,6 +27,7 @@ from console.tui import keys
 from console.tui.screens.base import ViewScreen
 from console.tui.state import watch_state
 from console.tui.widgets.follow_log import FollowLog
+from console.tui.widgets.text_field import TextField
 
 MARK = "────"
 
@@ -51,8 +52,8 @@ class LogsScreen(ViewScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="log-filters"):
-            yield Input(placeholder="/ filter (regex)", id="log-filter")
-            yield Input(placeholder="! exclude (regex)", id="log-exclude")
+            yield TextField(placeholder="/ filter (regex)", id="log-filter")
+            yield TextField(placeholder="! exclude (regex)", id="log-exclude")
             yield Static("", id="log-state")
         yield FollowLog(id="log", markup=False, highlight=False, wrap=False, auto_scroll=True)
 

@@ -39,6 +39,7 @@ from console.tui.screens.base import ViewScreen
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.form import field
+from console.tui.widgets.text_field import TextField
 from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
@@ -155,12 +156,12 @@ class PromptLabScreen(ViewScreen):
         types = [(t, t) for t in PromptLibrary.builtin().types] + [("typed prompt", TYPED)]
         with Horizontal(id="lab-form", classes="panel"):
             yield field("prompt", Select(types, value="code", allow_blank=False, id="lab-type"))
-            yield field("context (tokens)", Input("256", id="lab-context"))
-            yield field("max tokens", Input("128", id="lab-max"))
-            yield field("repeat", Input("1", id="lab-repeat"), narrow=True)
+            yield field("context (tokens)", TextField("256", id="lab-context"))
+            yield field("max tokens", TextField("128", id="lab-max"))
+            yield field("repeat", TextField("1", id="lab-repeat"), narrow=True)
             # `--prompts`: a .txt (one type) or .jsonl of extra texts; its types join the
             # prompt select when the field is left or Enter is pressed.
-            yield field("prompt file", Input("", placeholder="optional", id="lab-prompts"))
+            yield field("prompt file", TextField("", placeholder="optional", id="lab-prompts"))
             with Vertical(classes="field-checks"):
                 yield TickBox("ignore_eos", True, id="lab-ignore-eos")
                 yield TickBox("stream", False, id="lab-stream")

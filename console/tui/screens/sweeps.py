@@ -36,6 +36,7 @@ from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
 from console.tui.widgets.fitted_table import Col, FittedTable
 from console.tui.widgets.form import field, inline_field
+from console.tui.widgets.text_field import TextField
 
 # The points table: figures as wide as their widest cell (never cut), the text type cut
 # with an ellipsis if it must, the repeat count (the form says it too) dropped if it must.
@@ -122,10 +123,12 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
                 kind = Select(METHODS, value="context", allow_blank=False, id="sweep-kind")
                 yield field("method", kind)
                 yield field(
-                    "contexts (tokens)", Input("64,256,512,1024", id="sweep-contexts"), wide=True
+                    "contexts (tokens)",
+                    TextField("64,256,512,1024", id="sweep-contexts"),
+                    wide=True,
                 )
-                yield field("output tokens", Input("64", id="sweep-outputs"))
-                yield field("text types", Input("code,prose", id="sweep-types"))
+                yield field("output tokens", TextField("64", id="sweep-outputs"))
+                yield field("text types", TextField("code,prose", id="sweep-types"))
             # How many requests a point (blank: the CLI's default, repeat until each
             # point's interval is within ± 5%), and `--prompts`' extra texts.
             with Horizontal(id="sweep-sampling", classes="verdict-form"):

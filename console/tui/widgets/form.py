@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Input, Label
+from textual.widgets import Label
+
+from console.tui.widgets.text_field import TextField
 
 
 def field(label: str, widget: Widget, *, wide: bool = False, narrow: bool = False) -> Vertical:
@@ -20,4 +22,4 @@ def inline_field(label: str, placeholder: str, input_id: str) -> Iterator[Widget
     """A label beside a one-row input (for forms that must stay one row high at every
     size; the `always-compact` class keeps the view from giving it a border)."""
     yield Label(label, classes="inline-label")
-    yield Input(placeholder=placeholder, id=input_id, compact=True, classes="always-compact")
+    yield TextField(placeholder=placeholder, id=input_id, compact=True, classes="always-compact")
