@@ -209,7 +209,9 @@ class Decoder:
             raise ValueError("max_new_tokens must be at least 1")
         cache = self.target.new_cache(self.max_context)
         session = self.new_draft_session() if self.method != "ar" else None
-        self._tree_mask = TreeMask(self.target.dtype, self.target.device)
+        cfg = self.target.config  # the verify mask comes folded for grouped-query heads
+        groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self._tree_mask = TreeMask(self.target.dtype, self.target.device, groups)
         self._tree_ids = TreeIds(self.target.device)
         self._live = (cache, _cache_of(session))
         try:

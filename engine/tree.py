@@ -46,64 +46,74 @@ class TreeMask:
     numpy view of the buffer: numpy's few-microsecond calls in place of the torch ops
     (a tensor from the visibility, a cast, two slices, a fill and a masked fill) that
     cost a DDTree round, and only it, tens of microseconds a round.
+
+    With `groups` > 1 (query heads per K/V head) the mask comes already folded as
+    `Attention.attend` folds the query heads, [1, 1, groups*N, past+N] with the N rows
+    repeated per group: written once a round here instead of repeated by every layer.
+    The buffer holds exactly N rows per group, so that fold is a view; a round whose tree
+    has another size (only near the context limit) reallocates it.
     """
 
-    def __init__(self, dtype: torch.dtype, device):
-        self.buf = torch.zeros((0, 0), dtype=dtype, device=device)
+    def __init__(self, dtype: torch.dtype, device, groups: int = 1):
+        self.dtype, self.device, self.groups = dtype, torch.device(device), groups
         self.neg = torch.finfo(dtype).min
-        self.written: tuple[int, int] | None = None  # (past_len, N) of the last block
-        self._view()
+        self._allocate(0, 0)
 
-    def _view(self) -> None:
-        self.buf4 = self.buf[None, None]
-        cpu = self.buf.device.type == "cpu" and self.buf.dtype == torch.float32
+    def _allocate(self, n: int, cols: int) -> None:
+        self.buf = torch.zeros((self.groups, n, cols), dtype=self.dtype, device=self.device)
+        self.folded = self.buf.view(1, 1, self.groups * n, cols)
+        cpu = self.device.type == "cpu" and self.dtype == torch.float32
         self.np = self.buf.numpy() if cpu else None  # numpy has no bfloat16
+        self.written: int | None = None  # past_len of the block the last round wrote
 
     def __call__(self, visibility: np.ndarray, past_len: int) -> torch.Tensor:
         n = visibility.shape[0]
         end = past_len + n
-        rows, cols = self.buf.shape
-        if n > rows or end > cols:  # grow by doubling: a long request reallocates rarely
-            self.buf = self.buf.new_zeros((max(n, rows), max(end, 2 * cols, 256)))
-            self._view()
-            self.written = None
+        _, rows, cols = self.buf.shape
+        if n != rows or end > cols:  # columns grow by doubling: a long request reallocates rarely
+            self._allocate(n, max(256, cols if end <= cols else max(end, 2 * cols)))
+        hidden = ~visibility
+        p = self.written
         if self.np is not None:
-            if self.written is not None:
-                p, m = self.written
-                self.np[:m, p : p + m] = 0
-            self.np[:n, past_len:end][~visibility] = self.neg
+            if p is not None:
+                self.np[:, :, p : p + n] = 0
+            np.copyto(self.np[:, :, past_len:end], self.neg, where=hidden)
         else:
-            if self.written is not None:
-                p, m = self.written
-                self.buf[:m, p : p + m] = 0
-            hidden = torch.from_numpy(~visibility).to(self.buf.device)
-            self.buf[:n, past_len:end].masked_fill_(hidden, self.neg)
-        self.written = (past_len, n)
-        return self.buf4[:, :, :n, :end]
+            if p is not None:
+                self.buf[:, :, p : p + n] = 0
+            block = self.buf[:, :, past_len:end]
+            block.masked_fill_(torch.from_numpy(hidden).to(self.device), self.neg)
+        self.written = past_len
+        return self.folded[..., :end]
 
 
 class TreeIds:
     """Token and position ids [1, N] of each round's tree, written into one buffer kept
-    across the rounds of one request: two numpy writes into a view of it, where building
-    both tensors from lists took five torch ops a round."""
+    across the rounds of one request: numpy writes into a view of it, where building
+    both tensors from lists took five torch ops a round. The buffer is exactly N wide
+    (reallocated when a tree has another size), so the two rows it hands out are views
+    made once, not sliced every round."""
 
     def __init__(self, device):
         self.device = torch.device(device)
-        self.buf = torch.zeros((2, 0), dtype=torch.long)
+        self._allocate(0)
+
+    def _allocate(self, n: int) -> None:
+        self.buf = torch.zeros((2, n), dtype=torch.long)
         self.np = self.buf.numpy()
+        self.rows = (self.buf[0:1], self.buf[1:2])
 
     def __call__(self, tree: DraftTree, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         n = len(tree)
-        if n > self.buf.shape[1]:
-            self.buf = torch.zeros((2, max(n, 2 * self.buf.shape[1], 32)), dtype=torch.long)
-            self.np = self.buf.numpy()
-        self.np[0, :n] = tree.tokens
-        self.np[1, :n] = tree.depths
-        self.np[1, :n] += start
-        ids = self.buf[:, :n]
+        if n != self.buf.shape[1]:
+            self._allocate(n)
+        self.np[0] = tree.tokens
+        self.np[1] = tree.depths
+        self.np[1] += start
         if self.device.type != "cpu":
-            ids = ids.to(self.device)
-        return ids[0:1], ids[1:2]
+            ids = self.buf.to(self.device)
+            return ids[0:1], ids[1:2]
+        return self.rows
 
 
 def ancestry(parents: list[int]) -> np.ndarray:

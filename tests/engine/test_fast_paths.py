@@ -134,3 +134,29 @@ def test_grouped_query_rows_folded_into_their_kv_head_attend_bit_identically(mas
         ref = model.project(attn.o_proj, ref.transpose(1, 2).reshape(1, t, 256))
         got = attn.attend(q, k, v, mask, is_causal=False)
     assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("budget", [0, 5, 15])
+def test_verify_with_the_mask_folded_once_a_round_is_bit_identical(bundles, budget):
+    """TreeMask writes the verify mask folded for grouped-query heads (rows repeated per
+    group) so no layer repeats it: the verify forward gives the same logits and taps, bit
+    for bit, as with the plain mask, also for a one-node tree (one row per group)."""
+    from engine.tree import TreeIds, TreeMask, build_tree
+
+    target = bundles["bundled"].target
+    cfg = target.config
+    groups = cfg.num_attention_heads // cfg.num_key_value_heads
+    assert groups > 1, "the bundled target has grouped-query heads"
+    n = len(PROMPT)
+    tree = build_tree(7, torch.randn(15, cfg.vocab_size, generator=torch.Generator()), budget)
+    ids, pos = TreeIds("cpu")(tree, n)
+    out = {}
+    with torch.inference_mode():
+        for g in (1, groups):
+            cache = target.new_cache(256)
+            target(torch.tensor([PROMPT]), torch.arange(n)[None], cache)
+            mask = TreeMask(target.dtype, "cpu", g)(tree.visibility, n)
+            assert mask.shape == (1, 1, g * len(tree), n + len(tree))
+            out[g] = target(ids, pos, cache, attn_mask=mask, output_layers=[1, 2])
+    (a, ha), (b, hb) = out[1], out[groups]
+    assert torch.equal(a, b) and all(torch.equal(x, y) for x, y in zip(ha, hb, strict=True))

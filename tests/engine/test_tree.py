@@ -98,26 +98,30 @@ def test_attention_mask_and_positions():
     assert tree.position_ids(10, "cpu")[0].tolist() == [10 + d for d in tree.depths]
 
 
+@pytest.mark.parametrize("groups", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # numpy view / torch ops
-def test_reused_mask_and_ids_equal_fresh_ones_every_round(dtype):
+def test_reused_mask_and_ids_equal_fresh_ones_every_round(dtype, groups):
     """The per-request buffers only rewrite what a round touches: what an earlier, larger
-    or shifted tree left behind must never show through, and growth must keep it."""
+    or shifted tree left behind must never show through, and growth must keep it. With
+    query-head groups the mask is the fresh one repeated per group, as attention folds it;
+    the same size of tree several rounds running reuses the buffers."""
     g = torch.Generator().manual_seed(5)
-    masks = TreeMask(dtype, "cpu")
+    masks = TreeMask(dtype, "cpu", groups)
     assert (masks.np is not None) == (dtype == torch.float32)
     tree_ids = TreeIds("cpu")
     past = 3
-    for budget in [9, 2, 15, 0, 40, 6, 1, 12]:
+    for budget in [9, 2, 15, 15, 15, 0, 40, 6, 6, 1, 12]:
         tree = build_tree(1, torch.randn(6, 50, generator=g) * 2, budget)
         got = masks(tree.visibility, past)
         n = len(tree)
         fresh = torch.zeros(n, past + n, dtype=dtype)
         fresh[:, past:].masked_fill_(~torch.from_numpy(tree.visibility), torch.finfo(dtype).min)
-        assert torch.equal(got[0, 0], fresh), (budget, past)
+        assert torch.equal(got, fresh.repeat(groups, 1)[None, None]), (budget, past)
         ids, pos = tree_ids(tree, past)
         assert ids.tolist() == [tree.tokens], budget
         assert torch.equal(pos, tree.position_ids(past, "cpu")), budget
         past += 1 + budget * 37  # crosses the buffer's initial 256 columns, so it grows
+    assert masks.buf.shape[2] > 256
 
 
 def test_follow_verified_walks_matching_children():
