@@ -18,7 +18,8 @@ import torch
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
-from engine.tree import TreeIds, TreeMask, build_tree, follow_verified
+from engine.tree import build_tree, follow_verified
+from engine.verify_inputs import TreeIds, TreeMask
 
 METHODS = ("ar", "dflash", "ddtree")
 
@@ -327,7 +328,7 @@ class Decoder:
         budget = min(self.budget, self._room(start) - 1)
         tree = build_tree(bonus, draft_logits, budget)
         ids, pos = self._tree_ids(tree, start)
-        mask = self._tree_mask(tree.visibility, ctx)
+        mask = self._tree_mask(tree, ctx)
         tree_ms = clock.lap()
         logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
         post = logits[0].argmax(-1).tolist()

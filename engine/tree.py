@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -23,97 +24,24 @@ class DraftTree:
     depths: list[int]  # root depth 0
     child_maps: list[dict[int, int]]  # node -> {token: child node}
     log_probs: list[float]  # log q(u) of each node's prefix; root 0.0
-    visibility: np.ndarray  # [N, N] bool, row i: ancestors of i and i itself
 
     def __len__(self) -> int:
         return len(self.tokens)
 
+    @cached_property
+    def visibility(self) -> np.ndarray:
+        """[N, N] bool, row i: the ancestors of node i and i itself. Computed when asked:
+        the verify mask on CPU is written from `parents` without it."""
+        return ancestry(self.parents)
+
     def attention_mask(self, past_len: int, dtype: torch.dtype, device) -> torch.Tensor:
         """Additive [1, 1, N, past+N]: the past is fully visible, tree rows see ancestors."""
-        return TreeMask(dtype, device)(self.visibility, past_len)
+        from engine.verify_inputs import TreeMask  # it builds on this module
+
+        return TreeMask(dtype, device)(self, past_len)
 
     def position_ids(self, start: int, device) -> torch.Tensor:
         return (torch.tensor(self.depths, dtype=torch.long) + start).to(device)[None]
-
-
-class TreeMask:
-    """The verify mask, kept across the rounds of one request.
-
-    Every round's mask is zeros over the past and the tree's visibility over the new rows.
-    Rebuilding it allocated and filled [N, past+N] per round, which grows with context;
-    this buffer only clears the block the previous round wrote and writes the new one, so
-    a round touches N*N entries whatever the context. On CPU both writes go through a
-    numpy view of the buffer: numpy's few-microsecond calls in place of the torch ops
-    (a tensor from the visibility, a cast, two slices, a fill and a masked fill) that
-    cost a DDTree round, and only it, tens of microseconds a round.
-
-    With `groups` > 1 (query heads per K/V head) the mask comes already folded as
-    `Attention.attend` folds the query heads, [1, 1, groups*N, past+N] with the N rows
-    repeated per group: written once a round here instead of repeated by every layer.
-    The buffer holds exactly N rows per group, so that fold is a view; a round whose tree
-    has another size (only near the context limit) reallocates it.
-    """
-
-    def __init__(self, dtype: torch.dtype, device, groups: int = 1):
-        self.dtype, self.device, self.groups = dtype, torch.device(device), groups
-        self.neg = torch.finfo(dtype).min
-        self._allocate(0, 0)
-
-    def _allocate(self, n: int, cols: int) -> None:
-        self.buf = torch.zeros((self.groups, n, cols), dtype=self.dtype, device=self.device)
-        self.folded = self.buf.view(1, 1, self.groups * n, cols)
-        cpu = self.device.type == "cpu" and self.dtype == torch.float32
-        self.np = self.buf.numpy() if cpu else None  # numpy has no bfloat16
-        self.written: int | None = None  # past_len of the block the last round wrote
-
-    def __call__(self, visibility: np.ndarray, past_len: int) -> torch.Tensor:
-        n = visibility.shape[0]
-        end = past_len + n
-        _, rows, cols = self.buf.shape
-        if n != rows or end > cols:  # columns grow by doubling: a long request reallocates rarely
-            self._allocate(n, max(256, cols if end <= cols else max(end, 2 * cols)))
-        hidden = ~visibility
-        p = self.written
-        if self.np is not None:
-            if p is not None:
-                self.np[:, :, p : p + n] = 0
-            np.copyto(self.np[:, :, past_len:end], self.neg, where=hidden)
-        else:
-            if p is not None:
-                self.buf[:, :, p : p + n] = 0
-            block = self.buf[:, :, past_len:end]
-            block.masked_fill_(torch.from_numpy(hidden).to(self.device), self.neg)
-        self.written = past_len
-        return self.folded[..., :end]
-
-
-class TreeIds:
-    """Token and position ids [1, N] of each round's tree, written into one buffer kept
-    across the rounds of one request: numpy writes into a view of it, where building
-    both tensors from lists took five torch ops a round. The buffer is exactly N wide
-    (reallocated when a tree has another size), so the two rows it hands out are views
-    made once, not sliced every round."""
-
-    def __init__(self, device):
-        self.device = torch.device(device)
-        self._allocate(0)
-
-    def _allocate(self, n: int) -> None:
-        self.buf = torch.zeros((2, n), dtype=torch.long)
-        self.np = self.buf.numpy()
-        self.rows = (self.buf[0:1], self.buf[1:2])
-
-    def __call__(self, tree: DraftTree, start: int) -> tuple[torch.Tensor, torch.Tensor]:
-        n = len(tree)
-        if n != self.buf.shape[1]:
-            self._allocate(n)
-        self.np[0] = tree.tokens
-        self.np[1] = tree.depths
-        self.np[1] += start
-        if self.device.type != "cpu":
-            ids = self.buf.to(self.device)
-            return ids[0:1], ids[1:2]
-        return self.rows
 
 
 def ancestry(parents: list[int]) -> np.ndarray:
@@ -151,7 +79,7 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
     child_maps: list[dict[int, int]] = [{}]
     log_probs = [0.0]
     if budget <= 0 or depth_limit == 0:
-        return DraftTree(tokens, parents, depths, child_maps, log_probs, np.ones((1, 1), bool))
+        return DraftTree(tokens, parents, depths, child_maps, log_probs)
     # Entries: (-log q, rank path for deterministic tie-breaks, parent, depth, rank, log q)
     heap = [(-logp[0][0], (0,), 0, 1, 0, logp[0][0])]
     while heap and len(tokens) - 1 < budget:
@@ -171,7 +99,7 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
             w = logw + logp[d][0]
             heapq.heappush(heap, (-w, (*ranks, 0), i, d + 1, 0, w))
 
-    return DraftTree(tokens, parents, depths, child_maps, log_probs, ancestry(parents))
+    return DraftTree(tokens, parents, depths, child_maps, log_probs)
 
 
 def follow_verified(tree: DraftTree, target_argmax: list[int]) -> tuple[list[int], int]:

@@ -141,7 +141,8 @@ def test_verify_with_the_mask_folded_once_a_round_is_bit_identical(bundles, budg
     """TreeMask writes the verify mask folded for grouped-query heads (rows repeated per
     group) so no layer repeats it: the verify forward gives the same logits and taps, bit
     for bit, as with the plain mask, also for a one-node tree (one row per group)."""
-    from engine.tree import TreeIds, TreeMask, build_tree
+    from engine.tree import build_tree
+    from engine.verify_inputs import TreeIds, TreeMask
 
     target = bundles["bundled"].target
     cfg = target.config
@@ -155,7 +156,7 @@ def test_verify_with_the_mask_folded_once_a_round_is_bit_identical(bundles, budg
         for g in (1, groups):
             cache = target.new_cache(256)
             target(torch.tensor([PROMPT]), torch.arange(n)[None], cache)
-            mask = TreeMask(target.dtype, "cpu", g)(tree.visibility, n)
+            mask = TreeMask(target.dtype, "cpu", g)(tree, n)
             assert mask.shape == (1, 1, g * len(tree), n + len(tree))
             out[g] = target(ids, pos, cache, attn_mask=mask, output_layers=[1, 2])
     (a, ha), (b, hb) = out[1], out[groups]
