@@ -19,7 +19,7 @@ from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
 from engine.tree import build_tree, follow_verified
-from engine.verify_inputs import TreeIds, TreeMask
+from engine.verify_inputs import RowIds, TreeIds, TreeMask
 
 METHODS = ("ar", "dflash", "ddtree")
 
@@ -214,6 +214,7 @@ class Decoder:
         groups = cfg.num_attention_heads // cfg.num_key_value_heads
         self._tree_mask = TreeMask(self.target.dtype, self.target.device, groups)
         self._tree_ids = TreeIds(self.target.device)
+        self._path_ids = RowIds(self.target.device, self.block_size)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(
@@ -320,7 +321,6 @@ class Decoder:
         return tokens, RoundStats(commit, ctx, draft_ms, 0.0, verify_ms, commit_ms, ids.shape[1])
 
     def _ddtree_round(self, cache, session: DraftSession, bonus, start, clock):
-        dev = self.target.device
         ctx = cache.length
         clock.lap()
         draft_logits = session.propose(bonus, start, self.block_size)
@@ -335,11 +335,13 @@ class Decoder:
         verify_ms = clock.lap()
         path, new_bonus = follow_verified(tree, post)
         cache.compact(ctx, path)
+        # The taps side by side first, so the accepted rows are one slice or one gather
+        # (the drafter's fuse takes them concatenated, as it does in training).
+        taps = hidden[0] if len(hidden) == 1 else torch.cat(hidden, dim=-1)
         if path[-1] == len(path) - 1:  # the accepted path is a prefix of node order
-            session.add_context([h[:, : len(path)] for h in hidden])
+            session.add_context([taps[:, : len(path)]])
         else:
-            idx = torch.tensor(path, device=dev)
-            session.add_context([h[:, idx] for h in hidden])
+            session.add_context([taps.index_select(1, self._path_ids(path))])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
         return tokens, RoundStats(

@@ -161,3 +161,23 @@ def test_verify_with_the_mask_folded_once_a_round_is_bit_identical(bundles, budg
             out[g] = target(ids, pos, cache, attn_mask=mask, output_layers=[1, 2])
     (a, ha), (b, hb) = out[1], out[groups]
     assert torch.equal(a, b) and all(torch.equal(x, y) for x, y in zip(ha, hb, strict=True))
+
+
+def test_accepted_rows_gathered_from_the_taps_side_by_side_fuse_bit_identically(bundles):
+    """A DDTree commit concatenates the target's taps first and gathers the accepted path
+    once (ids written into a reused buffer, which grows when a path is longer): the same
+    draft context, bit for bit, as gathering every tap and concatenating after."""
+    from engine.verify_inputs import RowIds
+
+    drafter = bundles["bundled"].drafter
+    width = drafter.config.layers.hidden_size
+    gen = torch.Generator().manual_seed(9)
+    taps = [torch.randn(1, 16, width, generator=gen) for _ in drafter.target_layer_ids]
+    assert len(taps) > 1
+    row_ids = RowIds("cpu", 4)
+    with torch.inference_mode():
+        for path in ([0, 1, 3, 7], [0, 2], [0, 2, 5, 6, 9, 10, 12, 13, 15], [0, 4, 5]):
+            ref = drafter.fuse([h[:, torch.tensor(path)] for h in taps])
+            got = drafter.fuse([torch.cat(taps, dim=-1).index_select(1, row_ids(path))])
+            assert torch.equal(got, ref), path
+    assert row_ids.buf.shape[0] >= 9
