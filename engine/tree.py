@@ -34,12 +34,6 @@ class DraftTree:
         the verify mask on CPU is written from `parents` without it."""
         return ancestry(self.parents)
 
-    def attention_mask(self, past_len: int, dtype: torch.dtype, device) -> torch.Tensor:
-        """Additive [1, 1, N, past+N]: the past is fully visible, tree rows see ancestors."""
-        from engine.verify_inputs import TreeMask  # it builds on this module
-
-        return TreeMask(dtype, device)(self, past_len)
-
     def position_ids(self, start: int, device) -> torch.Tensor:
         return (torch.tensor(self.depths, dtype=torch.long) + start).to(device)[None]
 

@@ -8,6 +8,7 @@ import torch
 from engine.checkpoint import load_bundle
 from engine.kvcache import KVCache
 from engine.tree import build_tree
+from engine.verify_inputs import TreeMask
 
 PROMPT = [ord(c) for c in "import sys\nprint(sys.argv)\n"]
 
@@ -30,7 +31,7 @@ def test_compaction_matches_ar_forward(bundle, path_choice):
             torch.randn(5, target.config.vocab_size, generator=torch.Generator().manual_seed(0)),
             24,
         )
-        mask = tree.attention_mask(n, target.dtype, "cpu")
+        mask = TreeMask(target.dtype, "cpu")(tree, n)
         _, hidden = target(
             torch.tensor([tree.tokens]),
             tree.position_ids(n, "cpu"),

@@ -90,7 +90,7 @@ def test_budget_equal_to_depth_with_dominant_top1_is_the_greedy_chain():
 def test_attention_mask_and_positions():
     logits = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
     tree = build_tree(1, logits, 9)
-    m = tree.attention_mask(past_len=5, dtype=torch.float32, device="cpu")
+    m = TreeMask(torch.float32, "cpu")(tree, past_len=5)  # [1, 1, N, past+N]
     n = len(tree)
     assert m.shape == (1, 1, n, 5 + n)
     assert (m[0, 0, :, :5] == 0).all(), "the committed past is visible to every node"
