@@ -18,7 +18,8 @@ import torch
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
-from engine.tree import TreeIds, TreeMask, build_tree, follow_verified
+from engine.tree import build_tree, follow_verified
+from engine.verify_inputs import RowIds, TreeIds, TreeMask
 
 METHODS = ("ar", "dflash", "ddtree")
 
@@ -209,8 +210,11 @@ class Decoder:
             raise ValueError("max_new_tokens must be at least 1")
         cache = self.target.new_cache(self.max_context)
         session = self.new_draft_session() if self.method != "ar" else None
-        self._tree_mask = TreeMask(self.target.dtype, self.target.device)
+        cfg = self.target.config  # the verify mask comes folded for grouped-query heads
+        groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self._tree_mask = TreeMask(self.target.dtype, self.target.device, groups)
         self._tree_ids = TreeIds(self.target.device)
+        self._path_ids = RowIds(self.target.device, self.block_size)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(
@@ -317,7 +321,6 @@ class Decoder:
         return tokens, RoundStats(commit, ctx, draft_ms, 0.0, verify_ms, commit_ms, ids.shape[1])
 
     def _ddtree_round(self, cache, session: DraftSession, bonus, start, clock):
-        dev = self.target.device
         ctx = cache.length
         clock.lap()
         draft_logits = session.propose(bonus, start, self.block_size)
@@ -325,18 +328,20 @@ class Decoder:
         budget = min(self.budget, self._room(start) - 1)
         tree = build_tree(bonus, draft_logits, budget)
         ids, pos = self._tree_ids(tree, start)
-        mask = self._tree_mask(tree.visibility, ctx)
+        mask = self._tree_mask(tree, ctx)
         tree_ms = clock.lap()
         logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
-        post = logits[0].argmax(-1).tolist()
+        post = logits.argmax(-1).tolist()[0]  # one op fewer than selecting the row first
         verify_ms = clock.lap()
         path, new_bonus = follow_verified(tree, post)
         cache.compact(ctx, path)
+        # The taps side by side first, so the accepted rows are one slice or one gather
+        # (the drafter's fuse takes them concatenated, as it does in training).
+        taps = hidden[0] if len(hidden) == 1 else torch.cat(hidden, dim=-1)
         if path[-1] == len(path) - 1:  # the accepted path is a prefix of node order
-            session.add_context([h[:, : len(path)] for h in hidden])
+            session.add_context([taps[:, : len(path)]])
         else:
-            idx = torch.tensor(path, device=dev)
-            session.add_context([h[:, idx] for h in hidden])
+            session.add_context([taps.index_select(1, self._path_ids(path))])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
         return tokens, RoundStats(

@@ -133,8 +133,10 @@ class DFlashDrafter(nn.Module):
         )
 
     def fuse(self, target_hidden: list[torch.Tensor]) -> torch.Tensor:
-        """Target layer outputs (each [1, T, H]) -> context features [1, T, H]."""
-        return self.hidden_norm(project(self.fc, torch.cat(target_hidden, dim=-1)))
+        """Target layer outputs (each [1, T, H], or one [1, T, layers*H] of them side by
+        side) -> context features [1, T, H]."""
+        x = target_hidden[0] if len(target_hidden) == 1 else torch.cat(target_hidden, dim=-1)
+        return self.hidden_norm(project(self.fc, x))
 
     def forward(
         self,

@@ -357,12 +357,20 @@ class Attention(nn.Module):
     def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
         b, _, t, d = q.shape
         groups = self.n_heads // self.n_kv
-        if groups > 1 and t > 1 and not is_causal and (mask is None or mask.shape[1] == 1):
+        rows = groups * t
+        # A mask of groups*t rows comes folded already (TreeMask writes it once a round).
+        folded = groups > 1 and mask is not None and mask.shape[1] == 1 and mask.shape[2] == rows
+        if folded and t == 1:  # one query row attends as an AR step does: unfold (a view)
+            mask, folded = mask[:, :, :1], False
+        if folded or (
+            groups > 1 and t > 1 and not is_causal and (mask is None or mask.shape[1] == 1)
+        ):
             # The query heads sharing a K/V head become rows of one head: SDPA then reads
             # each K/V head once for all of them, with the mask rows repeated per head
             # (the mask is the same for every head). Same arithmetic per row: bit-identical.
-            q = q.reshape(b, self.n_kv, groups * t, d)
-            mask = None if mask is None else mask.repeat(1, 1, groups, 1)
+            q = q.reshape(b, self.n_kv, rows, d)
+            if mask is not None and not folded:
+                mask = mask.repeat(1, 1, groups, 1)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             out = out.view(b, self.n_heads, t, d)
         else:

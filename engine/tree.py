@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -23,87 +24,18 @@ class DraftTree:
     depths: list[int]  # root depth 0
     child_maps: list[dict[int, int]]  # node -> {token: child node}
     log_probs: list[float]  # log q(u) of each node's prefix; root 0.0
-    visibility: np.ndarray  # [N, N] bool, row i: ancestors of i and i itself
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def attention_mask(self, past_len: int, dtype: torch.dtype, device) -> torch.Tensor:
-        """Additive [1, 1, N, past+N]: the past is fully visible, tree rows see ancestors."""
-        return TreeMask(dtype, device)(self.visibility, past_len)
+    @cached_property
+    def visibility(self) -> np.ndarray:
+        """[N, N] bool, row i: the ancestors of node i and i itself. Computed when asked:
+        the verify mask on CPU is written from `parents` without it."""
+        return ancestry(self.parents)
 
     def position_ids(self, start: int, device) -> torch.Tensor:
         return (torch.tensor(self.depths, dtype=torch.long) + start).to(device)[None]
-
-
-class TreeMask:
-    """The verify mask, kept across the rounds of one request.
-
-    Every round's mask is zeros over the past and the tree's visibility over the new rows.
-    Rebuilding it allocated and filled [N, past+N] per round, which grows with context;
-    this buffer only clears the block the previous round wrote and writes the new one, so
-    a round touches N*N entries whatever the context. On CPU both writes go through a
-    numpy view of the buffer: numpy's few-microsecond calls in place of the torch ops
-    (a tensor from the visibility, a cast, two slices, a fill and a masked fill) that
-    cost a DDTree round, and only it, tens of microseconds a round.
-    """
-
-    def __init__(self, dtype: torch.dtype, device):
-        self.buf = torch.zeros((0, 0), dtype=dtype, device=device)
-        self.neg = torch.finfo(dtype).min
-        self.written: tuple[int, int] | None = None  # (past_len, N) of the last block
-        self._view()
-
-    def _view(self) -> None:
-        self.buf4 = self.buf[None, None]
-        cpu = self.buf.device.type == "cpu" and self.buf.dtype == torch.float32
-        self.np = self.buf.numpy() if cpu else None  # numpy has no bfloat16
-
-    def __call__(self, visibility: np.ndarray, past_len: int) -> torch.Tensor:
-        n = visibility.shape[0]
-        end = past_len + n
-        rows, cols = self.buf.shape
-        if n > rows or end > cols:  # grow by doubling: a long request reallocates rarely
-            self.buf = self.buf.new_zeros((max(n, rows), max(end, 2 * cols, 256)))
-            self._view()
-            self.written = None
-        if self.np is not None:
-            if self.written is not None:
-                p, m = self.written
-                self.np[:m, p : p + m] = 0
-            self.np[:n, past_len:end][~visibility] = self.neg
-        else:
-            if self.written is not None:
-                p, m = self.written
-                self.buf[:m, p : p + m] = 0
-            hidden = torch.from_numpy(~visibility).to(self.buf.device)
-            self.buf[:n, past_len:end].masked_fill_(hidden, self.neg)
-        self.written = (past_len, n)
-        return self.buf4[:, :, :n, :end]
-
-
-class TreeIds:
-    """Token and position ids [1, N] of each round's tree, written into one buffer kept
-    across the rounds of one request: two numpy writes into a view of it, where building
-    both tensors from lists took five torch ops a round."""
-
-    def __init__(self, device):
-        self.device = torch.device(device)
-        self.buf = torch.zeros((2, 0), dtype=torch.long)
-        self.np = self.buf.numpy()
-
-    def __call__(self, tree: DraftTree, start: int) -> tuple[torch.Tensor, torch.Tensor]:
-        n = len(tree)
-        if n > self.buf.shape[1]:
-            self.buf = torch.zeros((2, max(n, 2 * self.buf.shape[1], 32)), dtype=torch.long)
-            self.np = self.buf.numpy()
-        self.np[0, :n] = tree.tokens
-        self.np[1, :n] = tree.depths
-        self.np[1, :n] += start
-        ids = self.buf[:, :n]
-        if self.device.type != "cpu":
-            ids = ids.to(self.device)
-        return ids[0:1], ids[1:2]
 
 
 def ancestry(parents: list[int]) -> np.ndarray:
@@ -141,7 +73,7 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
     child_maps: list[dict[int, int]] = [{}]
     log_probs = [0.0]
     if budget <= 0 or depth_limit == 0:
-        return DraftTree(tokens, parents, depths, child_maps, log_probs, np.ones((1, 1), bool))
+        return DraftTree(tokens, parents, depths, child_maps, log_probs)
     # Entries: (-log q, rank path for deterministic tie-breaks, parent, depth, rank, log q)
     heap = [(-logp[0][0], (0,), 0, 1, 0, logp[0][0])]
     while heap and len(tokens) - 1 < budget:
@@ -161,7 +93,7 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
             w = logw + logp[d][0]
             heapq.heappush(heap, (-w, (*ranks, 0), i, d + 1, 0, w))
 
-    return DraftTree(tokens, parents, depths, child_maps, log_probs, ancestry(parents))
+    return DraftTree(tokens, parents, depths, child_maps, log_probs)
 
 
 def follow_verified(tree: DraftTree, target_argmax: list[int]) -> tuple[list[int], int]:

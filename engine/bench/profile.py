@@ -147,7 +147,8 @@ def op_tables(budget: int, rows: int = 20) -> dict[str, str]:
     """torch.profiler tables of one verify forward (a `budget` tree) and one draft forward."""
     from torch.profiler import ProfilerActivity, profile
 
-    from engine.tree import TreeMask, build_tree
+    from engine.tree import build_tree
+    from engine.verify_inputs import TreeMask
 
     bundle = load_bundle()
     target, drafter = bundle.target, bundle.drafter
@@ -175,7 +176,8 @@ def op_tables(budget: int, rows: int = 20) -> dict[str, str]:
         tree = build_tree(bonus, draft(), budget)
         tree_ids = torch.tensor([tree.tokens])
         pos = tree.position_ids(n, "cpu")
-        mask = TreeMask(target.dtype, target.device)(tree.visibility, n)
+        groups = target.config.num_attention_heads // target.config.num_key_value_heads
+        mask = TreeMask(target.dtype, target.device, groups)(tree, n)  # folded, as decoding
 
         def verify():
             target(tree_ids, pos, cache, attn_mask=mask, output_layers=layers)

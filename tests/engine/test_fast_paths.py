@@ -134,3 +134,50 @@ def test_grouped_query_rows_folded_into_their_kv_head_attend_bit_identically(mas
         ref = model.project(attn.o_proj, ref.transpose(1, 2).reshape(1, t, 256))
         got = attn.attend(q, k, v, mask, is_causal=False)
     assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("budget", [0, 5, 15])
+def test_verify_with_the_mask_folded_once_a_round_is_bit_identical(bundles, budget):
+    """TreeMask writes the verify mask folded for grouped-query heads (rows repeated per
+    group) so no layer repeats it: the verify forward gives the same logits and taps, bit
+    for bit, as with the plain mask, also for a one-node tree (one row per group)."""
+    from engine.tree import build_tree
+    from engine.verify_inputs import TreeIds, TreeMask
+
+    target = bundles["bundled"].target
+    cfg = target.config
+    groups = cfg.num_attention_heads // cfg.num_key_value_heads
+    assert groups > 1, "the bundled target has grouped-query heads"
+    n = len(PROMPT)
+    tree = build_tree(7, torch.randn(15, cfg.vocab_size, generator=torch.Generator()), budget)
+    ids, pos = TreeIds("cpu")(tree, n)
+    out = {}
+    with torch.inference_mode():
+        for g in (1, groups):
+            cache = target.new_cache(256)
+            target(torch.tensor([PROMPT]), torch.arange(n)[None], cache)
+            mask = TreeMask(target.dtype, "cpu", g)(tree, n)
+            assert mask.shape == (1, 1, g * len(tree), n + len(tree))
+            out[g] = target(ids, pos, cache, attn_mask=mask, output_layers=[1, 2])
+    (a, ha), (b, hb) = out[1], out[groups]
+    assert torch.equal(a, b) and all(torch.equal(x, y) for x, y in zip(ha, hb, strict=True))
+
+
+def test_accepted_rows_gathered_from_the_taps_side_by_side_fuse_bit_identically(bundles):
+    """A DDTree commit concatenates the target's taps first and gathers the accepted path
+    once (ids written into a reused buffer, which grows when a path is longer): the same
+    draft context, bit for bit, as gathering every tap and concatenating after."""
+    from engine.verify_inputs import RowIds
+
+    drafter = bundles["bundled"].drafter
+    width = drafter.config.layers.hidden_size
+    gen = torch.Generator().manual_seed(9)
+    taps = [torch.randn(1, 16, width, generator=gen) for _ in drafter.target_layer_ids]
+    assert len(taps) > 1
+    row_ids = RowIds("cpu", 4)
+    with torch.inference_mode():
+        for path in ([0, 1, 3, 7], [0, 2], [0, 2, 5, 6, 9, 10, 12, 13, 15], [0, 4, 5]):
+            ref = drafter.fuse([h[:, torch.tensor(path)] for h in taps])
+            got = drafter.fuse([torch.cat(taps, dim=-1).index_select(1, row_ids(path))])
+            assert torch.equal(got, ref), path
+    assert row_ids.buf.shape[0] >= 9

@@ -8,6 +8,7 @@ import torch
 from engine.checkpoint import load_bundle
 from engine.kvcache import KVCache
 from engine.tree import build_tree
+from engine.verify_inputs import TreeMask
 
 PROMPT = [ord(c) for c in "import sys\nprint(sys.argv)\n"]
 
@@ -30,7 +31,7 @@ def test_compaction_matches_ar_forward(bundle, path_choice):
             torch.randn(5, target.config.vocab_size, generator=torch.Generator().manual_seed(0)),
             24,
         )
-        mask = tree.attention_mask(n, target.dtype, "cpu")
+        mask = TreeMask(target.dtype, "cpu")(tree, n)
         _, hidden = target(
             torch.tensor([tree.tokens]),
             tree.position_ids(n, "cpu"),
@@ -96,6 +97,30 @@ def test_cache_guards():
     c.commit_append()
     with pytest.raises(ValueError, match="capacity"):
         c.append(0, k, k)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compact_equals_a_gather_of_the_kept_rows(seed):
+    """Compaction keeps rows past+keep[i] at past+i, for prefixes of node order (which
+    move nothing and skip the order check) and for branching paths alike, bit for bit."""
+    g = torch.Generator().manual_seed(seed)
+    past, tail = 5, 16
+    c = KVCache(2, 2, 4, 64)
+    for layer in range(2):
+        k = torch.randn(1, 2, past + tail, 4, generator=g)
+        c.append(layer, k, -k)
+    c.commit_append()
+    keys, values = c.keys[:, :, :, : past + tail].clone(), c.values[:, :, :, : past + tail].clone()
+    n = int(torch.randint(1, tail + 1, (), generator=g))
+    if seed % 2:  # a prefix of node order
+        keep = list(range(n))
+    else:  # strictly increasing from the root
+        keep = [0] + sorted(torch.randperm(tail - 1, generator=g)[: n - 1].add(1).tolist())
+    c.compact(past, keep)
+    rows = list(range(past)) + [past + i for i in keep]
+    assert c.length == past + len(keep)
+    assert torch.equal(c.keys[:, :, :, : c.length], keys[:, :, :, rows])
+    assert torch.equal(c.values[:, :, :, : c.length], values[:, :, :, rows])
 
 
 def test_cache_grows_in_chunks_and_keeps_rows():

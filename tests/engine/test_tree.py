@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from engine.tree import TreeIds, TreeMask, build_tree, follow_verified
+from engine.tree import build_tree, follow_verified
+from engine.verify_inputs import TreeIds, TreeMask
 
 
 def prefixes(tree):
@@ -27,7 +28,7 @@ def ancestors_or_self(tree, i):
     return s
 
 
-@pytest.mark.parametrize("budget", [1, 3, 7, 20, 64])
+@pytest.mark.parametrize("budget", [1, 3, 7, 8, 20, 64, 100])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tree_invariants(budget, seed):
     g = torch.Generator().manual_seed(seed)
@@ -89,7 +90,7 @@ def test_budget_equal_to_depth_with_dominant_top1_is_the_greedy_chain():
 def test_attention_mask_and_positions():
     logits = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
     tree = build_tree(1, logits, 9)
-    m = tree.attention_mask(past_len=5, dtype=torch.float32, device="cpu")
+    m = TreeMask(torch.float32, "cpu")(tree, past_len=5)  # [1, 1, N, past+N]
     n = len(tree)
     assert m.shape == (1, 1, n, 5 + n)
     assert (m[0, 0, :, :5] == 0).all(), "the committed past is visible to every node"
@@ -98,26 +99,37 @@ def test_attention_mask_and_positions():
     assert tree.position_ids(10, "cpu")[0].tolist() == [10 + d for d in tree.depths]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # numpy view / torch ops
-def test_reused_mask_and_ids_equal_fresh_ones_every_round(dtype):
+# (budget, past) per round: a shift of 1, of N-1, none, past a whole block, back to an
+# earlier past, a jump across the buffer's initial 256 columns (it grows), other sizes.
+ROUNDS = [(9, 3), (2, 4), (15, 5), (15, 6), (15, 21), (15, 21), (15, 60), (15, 40), (15, 41)]
+ROUNDS += [(15, 300), (0, 301), (40, 302), (6, 600), (6, 604), (1, 605), (12, 606), (12, 700)]
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bytes written / torch ops
+def test_reused_mask_and_ids_equal_fresh_ones_every_round(dtype, groups):
     """The per-request buffers only rewrite what a round touches: what an earlier, larger
-    or shifted tree left behind must never show through, and growth must keep it."""
+    or shifted tree left behind must never show through, and growth must keep it. With
+    query-head groups the mask is the fresh one repeated per group, as attention folds it;
+    the same size of tree several rounds running reuses the buffers."""
     g = torch.Generator().manual_seed(5)
-    masks = TreeMask(dtype, "cpu")
-    assert (masks.np is not None) == (dtype == torch.float32)
+    masks = TreeMask(dtype, "cpu", groups)
+    assert (masks.seen is not None) == (dtype == torch.float32)
     tree_ids = TreeIds("cpu")
-    past = 3
-    for budget in [9, 2, 15, 0, 40, 6, 1, 12]:
+    for budget, past in ROUNDS:
         tree = build_tree(1, torch.randn(6, 50, generator=g) * 2, budget)
-        got = masks(tree.visibility, past)
+        got = masks(tree, past)
         n = len(tree)
         fresh = torch.zeros(n, past + n, dtype=dtype)
         fresh[:, past:].masked_fill_(~torch.from_numpy(tree.visibility), torch.finfo(dtype).min)
-        assert torch.equal(got[0, 0], fresh), (budget, past)
+        assert torch.equal(got, fresh.repeat(groups, 1)[None, None]), (budget, past)
+        assert torch.equal(
+            masks.buf[:, :, past + n :], torch.zeros_like(masks.buf[:, :, past + n :])
+        )
         ids, pos = tree_ids(tree, past)
         assert ids.tolist() == [tree.tokens], budget
         assert torch.equal(pos, tree.position_ids(past, "cpu")), budget
-        past += 1 + budget * 37  # crosses the buffer's initial 256 columns, so it grows
+    assert masks.buf.shape[2] > 256
 
 
 def test_follow_verified_walks_matching_children():
