@@ -99,8 +99,18 @@ class BaselineApply:
         note on sample size."""
         if not self.rows:
             return list(self.notes)
-        return [*comparison_lines(self.rows), f"  {self.drift.text()}",
-                *(f"  {n}" for n in self.notes)]  # fmt: skip
+        return [*self.table_lines(), *(f"  {n}" for n in self.note_lines())]
+
+    def table_lines(self) -> list[str]:
+        """The comparison's table: a row per figure per point (never to be wrapped)."""
+        return comparison_lines(self.rows)[:-1]
+
+    def note_lines(self) -> list[str]:
+        """What the table's figures are, the drift they carry and any note on sample size:
+        sentences (a narrow window wraps them)."""
+        if not self.rows:
+            return list(self.notes)
+        return [comparison_lines(self.rows)[-1].strip(), self.drift.text(), *self.notes]
 
     def as_dict(self) -> dict[str, Any]:
         def run_id(r: MethodResult | None) -> int | None:

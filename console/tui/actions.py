@@ -273,7 +273,9 @@ class EngineActions:
             app.ingest_live(requests=[s for b in blocks if b is not None for s in b.samples])
             done(outcome.result)
             if outcome.rows:
-                app.push_screen(InfoScreen("Baseline before and after", "\n".join(outcome.lines())))
+                app.push_screen(InfoScreen("Baseline before and after",
+                                           "\n".join(outcome.table_lines()),
+                                           outcome.note_lines()))  # fmt: skip
 
         return self.runner.run_service_action(
             "apply with baseline",

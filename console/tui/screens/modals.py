@@ -7,6 +7,8 @@ the file it will be written to, and Cancel has the focus, so Enter alone refuses
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
@@ -59,19 +61,25 @@ class InfoScreen(ModalScreen[None]):
     # width is in app.tcss, where .dialog would override it), so each row stays on one
     # line; it scrolls sideways where even that is too narrow.
     DEFAULT_CSS = """
+    InfoScreen #info-table { height: auto; overflow-x: auto; overflow-y: hidden; }
     InfoScreen #info-body { width: auto; }
+    InfoScreen #info-notes { margin-top: 1; }
     """
 
-    def __init__(self, title: str, body: str) -> None:
+    def __init__(self, title: str, body: str, notes: Sequence[str] = ()) -> None:
         super().__init__()
         self.title_text = title
-        self.body = body
+        self.body = body  # a table: each row on one line, scrolled sideways if need be
+        self.notes = list(notes)  # sentences under it, wrapped to the dialog's width
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="question")
-            with ScrollableContainer(id="detail"):
-                yield Static(Text(self.body, no_wrap=True), id="info-body")
+            with VerticalScroll(id="detail"):
+                with ScrollableContainer(id="info-table"):
+                    yield Static(Text(self.body, no_wrap=True), id="info-body")
+                if self.notes:
+                    yield Static(Text("\n".join(self.notes)), id="info-notes")
             with Horizontal(classes="buttons"):
                 yield Button("OK", id="ok", variant="primary")
 

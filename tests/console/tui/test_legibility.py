@@ -262,3 +262,26 @@ async def test_all_seven_key_flags_show(monkeypatch, size) -> None:
         text = "\n".join(_lines(app))
         for label in ("algorithm", "draft tokens", "context length", "tool-call parser"):
             assert label in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+async def test_the_before_after_modal_wraps_its_notes_and_keeps_its_rows_whole(size) -> None:
+    # The notes under the comparison (what the figures are, the drift they carry) ran
+    # past the dialog's edge as one line each, behind a sideways scrollbar.
+    from console.tui.screens.modals import InfoScreen
+
+    table = "text  context  figure  before  after  change\ncode  64  tok/s  242.2  185.9  -23%"
+    note = (
+        "pooled per side over the passages both sides read, equal weight each (tokens "
+        "/ steps / decode time) [95% interval]; changes paired by passage [99% over all "
+        "rows together]; a change is a finding only when its interval excludes no change"
+    )
+    app = App()
+    async with app.run_test(size=size) as pilot:
+        await app.push_screen(InfoScreen("Baseline before and after", table, [note]))
+        await pilot.pause()
+        lines = _lines(app)
+        shown = " ".join(" ".join(line.strip("│ ▊▎").split()) for line in lines)
+        assert "excludes no change" in shown and "[99% over all rows together]" in shown, lines
+        rows = [line for line in lines if "code  64  tok/s  242.2  185.9  -23%" in line]
+        assert len(rows) == 1, lines  # the table's row on one line, unwrapped
