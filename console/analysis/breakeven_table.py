@@ -260,7 +260,8 @@ def table_lines(rows: Sequence[BreakevenRow]) -> list[str]:
     if any(r.pays is None for r in rows):
         lines.append(
             "  not sure: the speedup's interval holds 1 (no change), or one request an arm "
-            "gives it none, so it may pay or not; more requests (--repeat) narrow it"
+            "gives it none, so it may pay or not; more requests per point (repeat, --repeat) "
+            "narrow it"
         )
     if any(r.looping for r in rows):
         lines.append(

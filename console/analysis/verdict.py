@@ -448,7 +448,7 @@ def _outcome(
             ]
         return "not enough evidence", [
             f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
-            "more requests (--repeat) narrow it"
+            "more requests per point (repeat, --repeat) narrow it"
         ]
     return "physics", []
 

@@ -309,4 +309,5 @@ def test_a_residual_made_wide_by_the_drift_says_more_requests_will_not_narrow_it
     assert "the host's drift between two figures" in drifty and "--repeat" not in drifty
     loud = [1.0 + 0.25 * (i % 5 - 2) for i in range(30)]  # requests ± 50%, no drift
     noisy = typed(0.0, loud)
-    assert "more requests (--repeat) narrow it" in noisy and "host's drift" not in noisy
+    assert "more requests per point (repeat, --repeat) narrow it" in noisy
+    assert "host's drift" not in noisy
