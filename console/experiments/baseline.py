@@ -54,11 +54,13 @@ from console.experiments.baseline_block import (
 )
 from console.experiments.baseline_confirm import confirm, rests_on_step_time
 from console.experiments.baseline_rows import (
+    COMPARISON_NOTE,
     HEADERS,
     BaselineRow,
     baseline_comparison,
     compare_samples,
     comparison_lines,
+    comparison_table,
 )
 from console.experiments.calibrate import noise_for
 from console.experiments.side_by_side import can_run_side_by_side, side_by_side
@@ -103,14 +105,14 @@ class BaselineApply:
 
     def table_lines(self) -> list[str]:
         """The comparison's table: a row per figure per point (never to be wrapped)."""
-        return comparison_lines(self.rows)[:-1]
+        return comparison_table(self.rows)
 
     def note_lines(self) -> list[str]:
         """What the table's figures are, the drift they carry and any note on sample size:
         sentences (a narrow window wraps them)."""
         if not self.rows:
             return list(self.notes)
-        return [comparison_lines(self.rows)[-1].strip(), self.drift.text(), *self.notes]
+        return [COMPARISON_NOTE, self.drift.text(), *self.notes]
 
     def as_dict(self) -> dict[str, Any]:
         def run_id(r: MethodResult | None) -> int | None:

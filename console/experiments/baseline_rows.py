@@ -137,8 +137,14 @@ HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which
 
 
 def comparison_lines(rows: list[BaselineRow]) -> list[str]:
-    """The comparison as aligned text lines (the CLI prints them, the TUI shows them):
-    per point a row each for tok/s, commit and step time, pooled with [95% interval]."""
+    """The comparison as aligned text lines (the CLI prints them): its table, then what
+    the figures are."""
+    return [*comparison_table(rows), f"  {COMPARISON_NOTE}"]
+
+
+def comparison_table(rows: list[BaselineRow]) -> list[str]:
+    """Per point a row each for tok/s, commit and step time, pooled with [95% interval]
+    (the TUI shows it unwrapped, the note under it wrapped)."""
     table_rows = []
     for r in rows:
         figures = (
@@ -160,10 +166,12 @@ def comparison_lines(rows: list[BaselineRow]) -> list[str]:
                     r.moved if first else "",
                 )
             )
-    lines = fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
-    lines.append(
-        "  pooled per side over the passages both sides read, equal weight each (tokens / "
-        "steps / decode time) [95% interval]; changes paired by passage [99% over all rows "
-        "together]; a change is a finding only when its interval excludes no change"
-    )
-    return lines
+    return fmt.table(HEADERS, table_rows, right={1, 6}).splitlines()
+
+
+# What the comparison's figures are, said under its table.
+COMPARISON_NOTE = (
+    "pooled per side over the passages both sides read, equal weight each (tokens / steps "
+    "/ decode time) [95% interval]; changes paired by passage [99% over all rows "
+    "together]; a change is a finding only when its interval excludes no change"
+)

@@ -270,18 +270,15 @@ def live_caption(
     # key that widens the window, so that hint goes first where room is short.
     heads = (f"x: s before the latest, {window} (t widens)", f"x: s before the latest, {window}",
              f"x: s before latest, {window}", f"x: s, {window}")  # fmt: skip
-    for head in heads:
-        text = Text(head)
-        for source, _ in SOURCES:
-            if source in present:
-                legend_entry(text, ChartSeries(SHORT_SOURCE[source], (),
-                                               markers=source == "request",
-                                               lines=source != "request"),
-                             colors[SLOT[source] % len(colors)])  # fmt: skip
-        text.append("  gap: idle")
-        if width is None or text.cell_len <= width:
-            break
-    return text
+    legend = Text()
+    for source, _ in SOURCES:
+        if source in present:
+            legend_entry(legend, ChartSeries(SHORT_SOURCE[source], (), markers=source == "request",
+                                             lines=source != "request"),
+                         colors[SLOT[source] % len(colors)])  # fmt: skip
+    legend.append("  gap: idle")
+    fits = [h for h in heads if width is None or len(h) + legend.cell_len <= width]
+    return Text(fits[0] if fits else heads[-1]).append_text(legend)
 
 
 def ellipsize(text: str, width: int) -> str:
