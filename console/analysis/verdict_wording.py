@@ -72,12 +72,8 @@ def arithmetic(
     lines = [
         f"model at context {ctx:.0f} (mid-decode), {kind}: commit {model.commit_at(kind, ctx):.2f} "
         f"/ step {model.step_at(ctx, kind) * 1000:.3g} ms = {predicted:.1f} tok/s",
-        f"observed: {observed.tok_s:.1f} tok/s at {observed.where()} ({rests_on(observed)})",
-    ]
-    if baseline is not None:
-        lines.append(f"baseline: {baseline.tok_s:.1f} tok/s at {baseline.where()}, {b_kind} "
-                     f"({rests_on(baseline)})")  # fmt: skip
-    else:
+    ] + figure_lines(observed, baseline, b_kind)
+    if baseline is None:
         lines.append(f"no baseline: the model's {model.predict(b_ctx, b_kind):.1f} tok/s at "
                      f"mid-decode context {b_ctx:.0f} ({b_kind}) stands in for it")  # fmt: skip
     lines += [factor_line(f) for f in factors[:2]]
@@ -87,11 +83,27 @@ def arithmetic(
         lines.append(f"measured: commit {observed.commit:.2f} ({observed.commit / c - 1:+.0%} vs "
                      f"model), step {observed.step_s * 1000:.3g} ms ({observed.step_s / s - 1:+.0%}"
                      " vs model)")  # fmt: skip
-    for name, figure in (("observed", observed), ("baseline", baseline)):
-        if figure is not None and figure.noise is not None:
-            lines.append(f"{name} ({rests_on(figure)}) carries this host's noise: "
-                         f"{figure.noise.text()}")  # fmt: skip
-    return lines + [f"note: {n}" for n in model.notes]
+    return lines + noise_lines(observed, baseline) + [f"note: {n}" for n in model.notes]
+
+
+def figure_lines(
+    observed: Observed, baseline: Observed | None, baseline_kind: str | None = None
+) -> list[str]:
+    """The figures asked about, with where each was taken and what it rests on: a
+    refusal names them too, so the operator sees how a typed context was read."""
+    lines = [f"observed: {observed.tok_s:.1f} tok/s at {observed.where()} ({rests_on(observed)})"]
+    if baseline is not None:
+        kind = f", {baseline_kind}" if baseline_kind else ""
+        lines.append(f"baseline: {baseline.tok_s:.1f} tok/s at {baseline.where()}{kind} "
+                     f"({rests_on(baseline)})")  # fmt: skip
+    return lines
+
+
+def noise_lines(observed: Observed, baseline: Observed | None) -> list[str]:
+    """The host's noise each typed figure carries, and where that noise was measured."""
+    return [f"{name} ({rests_on(figure)}) carries this host's noise: {figure.noise.text()}"
+            for name, figure in (("observed", observed), ("baseline", baseline))
+            if figure is not None and figure.noise is not None]  # fmt: skip
 
 
 def rests_on(o: Observed) -> str:

@@ -129,6 +129,21 @@ def test_a_step_line_that_falls_with_context_is_a_measurement_problem() -> None:
     assert "measurement problem" in j.text()
 
 
+def test_a_refusal_still_says_how_each_typed_figure_was_read() -> None:
+    # No answer, but the operator sees which context the model would have read each
+    # typed figure at, and what it rests on.
+    falling = sweep(step=lambda ctx: 0.040 - 0.010 * ctx / 1000)
+    typed = Observed.typed_at(60.0, 512, "prose", output=16, requests=3)
+    j = judge(falling, typed, Observed.typed_at(138.0, 64, "prose", output=16))
+    assert j.outcome == "not enough evidence"
+    assert j.lines[0] == ("observed: 60.0 tok/s at prompt 512 + 16 out (mid-decode context "
+                          "520) (typed, taken as the median of 3 requests)")  # fmt: skip
+    assert j.lines[1].startswith("baseline: 138.0 tok/s at prompt 64 + 16 out (mid-decode")
+    assert "prompt 512 + 16 out (mid-decode context 520)" in j.text()
+    assert any(line.startswith("observed (typed, taken as the median of 3 requests) carries "
+                               "this host's noise") for line in j.lines), j.lines  # fmt: skip
+
+
 def test_a_fall_within_the_sweeps_own_noise_is_not_called_a_measurement_problem() -> None:
     # A cheap model: step time barely rises from 13 to 512. One request at the low
     # context read in a slow burst of the host makes the fitted line fall well over 5%,
