@@ -247,6 +247,13 @@ class EngineAdapter(ABC):
     ) -> RequestFigures:
         """What the response (and the scrapes around it) say about the request."""
 
+    def counters_caught_up(
+        self, before: MetricsScrape | None, after: MetricsScrape | None, completion_tokens: int
+    ) -> bool:
+        """Whether the scrape after a request already counts all of it: an engine that
+        records its counters after the reply leaves, at times, needs another scrape."""
+        return True
+
     @abstractmethod
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         """Tokens generated so far after one streamed event (`seen` before it)."""

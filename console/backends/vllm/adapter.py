@@ -127,6 +127,11 @@ class VLLMAdapter(EngineAdapter):
     ) -> RequestFigures:
         return request.completions_figures(response, before, after)
 
+    def counters_caught_up(
+        self, before: MetricsScrape | None, after: MetricsScrape | None, completion_tokens: int
+    ) -> bool:
+        return request.counters_caught_up(before, after, completion_tokens)
+
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         return openai.stream_tokens(data, seen)
 

@@ -14,6 +14,7 @@ from console.backends.wire import MetricsScrape, TimedResponse, metrics_delta
 DECODE_TIME_SUM = "vllm:request_decode_time_seconds_sum"
 TTFT_SUM = "vllm:time_to_first_token_seconds_sum"
 TTFT_COUNT = "vllm:time_to_first_token_seconds_count"
+GENERATION_TOKENS = "vllm:generation_tokens_total"
 
 
 def server_ttft(before: MetricsScrape | None, after: MetricsScrape | None) -> float | None:
@@ -24,6 +25,17 @@ def server_ttft(before: MetricsScrape | None, after: MetricsScrape | None) -> fl
     if count is None or round(count) != 1 or total is None or total <= 0:
         return None
     return total
+
+
+def counters_caught_up(
+    before: MetricsScrape | None, after: MetricsScrape | None, completion_tokens: int
+) -> bool:
+    """vLLM's frontend records a step's stats (tokens and spec-decode counters together)
+    after it hands the step's output on, so a scrape sent the moment the reply arrives can
+    miss the last rounds: caught up once `vllm:generation_tokens_total` counts every token
+    of the reply."""
+    generated = _delta(before, after, GENERATION_TOKENS)
+    return generated is None or generated >= completion_tokens
 
 
 def _delta(before: MetricsScrape | None, after: MetricsScrape | None, name: str) -> float | None:

@@ -97,7 +97,7 @@ SPEC = RequestSpec("code", "code@32#0", 58, input_ids=tuple(range(32)))
 def served() -> Iterator[tuple[dict[str, object], int]]:
     """Answers /generate and /v1/completions with whichever fixture the test sets, and
     /metrics with the before page, then the after page."""
-    state: dict[str, object] = {"generate": None, "completion": None, "scrapes": 0}
+    state: dict[str, object] = {"generate": None, "completion": None, "scrapes": 0, "lag": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -113,7 +113,11 @@ def served() -> Iterator[tuple[dict[str, object], int]]:
         def do_GET(self) -> None:
             n = int(state["scrapes"])  # type: ignore[call-overload]
             state["scrapes"] = n + 1
-            page = "vllm_metrics_before.txt" if n % 2 == 0 else "vllm_metrics_after.txt"
+            # `lag` scrapes after the first still read the before page: counters the
+            # engine had not yet recorded
+            lag = int(state["lag"])  # type: ignore[call-overload]
+            before = n <= lag if lag else n % 2 == 0
+            page = "vllm_metrics_before.txt" if before else "vllm_metrics_after.txt"
             self._send((FIXTURES / page).read_bytes(), "text/plain; version=0.0.4")
 
         def do_POST(self) -> None:
@@ -176,3 +180,24 @@ async def test_measured_completion_without_the_block_uses_counter_deltas(served)
     assert sample.spec_source == vllm_fields.VLLM_METRICS_DELTA and sample.verify_steps == 20
     assert sample.spec is not None and sample.spec["histogram"] is None
     assert sample.spec["per_position"] == pytest.approx(POSITIONS)
+
+
+@pytest.mark.parametrize("lag", [1, 3, 99])
+async def test_counters_recorded_after_the_reply_are_scraped_again(served, lag) -> None:
+    # vLLM records a step's counters after the reply leaves: the first scrapes after it
+    # can read the before page. The request's figures wait for the counters to count
+    # its 58 tokens; counters that never do flag the request instead of undercounting.
+    state, port = served
+    body = _json("vllm_completion_detailed.json")
+    del body["metrics"]
+    state["completion"], state["lag"] = body, lag
+    client = EngineClient(LocalTransport("vl"), port)
+    try:
+        sample = await measure_request(client, "vllm", SPEC, flags_hash="h", model="m")
+    finally:
+        await client.close()
+    if lag < 99:  # (the fixture's page has no decode-time histogram: flagged for that)
+        assert sample.verify_steps == 20 and sample.spec_source == vllm_fields.VLLM_METRICS_DELTA
+        assert state["scrapes"] == 2 + lag and "counters" not in (sample.flagged or "")
+    else:
+        assert sample.flagged == "the engine's counters never counted all of its tokens"

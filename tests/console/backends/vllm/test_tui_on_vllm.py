@@ -74,9 +74,9 @@ async def _one_window(pilot, tier: Tier, max_tokens: int = 160) -> Window:
     app = pilot.app
     for _ in range(5):
         t0 = time.time()
-        before = await asyncio.to_thread(tier.metrics)
+        before = await asyncio.to_thread(tier.settled_metrics)
         await asyncio.to_thread(_complete, tier, max_tokens)
-        after = await asyncio.to_thread(tier.metrics)
+        after = await asyncio.to_thread(tier.settled_metrics)
 
         def windows(t0: float = t0) -> list[LiveSample]:
             return [s for s in app.live_samples

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,20 @@ class Tier:
 
     def metrics(self) -> MetricsScrape:
         return parse_metrics(httpx.get(self.url("/metrics"), timeout=30).text)
+
+    def settled_metrics(self, quiet_s: float = 0.5, limit_s: float = 10.0) -> MetricsScrape:
+        """A scrape once the spec-decode counters stop moving: vLLM's engine core sends
+        its stats to the frontend after the step, so a scrape right after a request's
+        reply can miss its last rounds."""
+        last = self.metrics()
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            time.sleep(quiet_s)
+            now = self.metrics()
+            if all(now.total(n) == last.total(n) for n in (DRAFTS, DRAFT_TOKENS)):
+                return now
+            last = now
+        return last
 
     def stop(self) -> None:
         self.cli("stop", self.name, timeout=120)
