@@ -65,7 +65,8 @@ async def _on_sweeps(pilot) -> None:
     """A ready engine and the Sweeps view open."""
     pilot.app.status = fakes.status()
     await pilot.press("w")
-    await _until(pilot, "sweeps", lambda: isinstance(pilot.app.screen, SweepsScreen))
+    await _until(pilot, "sweeps", lambda: isinstance(pilot.app.screen, SweepsScreen)
+                 and pilot.app.screen.is_mounted)  # fmt: skip
 
 
 def _palette_names(app: SpecConsoleApp) -> list[str]:
@@ -145,7 +146,9 @@ async def test_a_view_key_right_after_escape_switches_the_view() -> None:
         repeat.value = ""
         await pilot.pause()
         _burst(app, ["4", "escape", "s"])
-        await _until(pilot, "service", lambda: type(app.screen).__name__ == "ServiceScreen")
+        # mounted, not only current: leaving the app mid-mount fails its on_mount's queries
+        await _until(pilot, "service", lambda: type(app.screen).__name__ == "ServiceScreen"
+                     and app.screen.is_mounted)  # fmt: skip
         assert repeat.value == "4"
 
 
