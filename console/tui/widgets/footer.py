@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -27,6 +28,31 @@ def _rank(binding) -> int:
     if binding.action.startswith("app.view"):
         return 2
     return 1
+
+
+class ViewsKey(FooterKey):
+    """The views menu's footer entry: a click runs the menu's action itself, because
+    FooterKey's simulated `g` would be typed into a focused text field."""
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        event.prevent_default()  # not FooterKey's: it simulates the key
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        if self._disabled:
+            self.app.bell()
+        else:  # on the app's behalf: the menu's answer outlives this key (footers recompose)
+            self.app.call_later(self.app.run_action, self.action)
+
+
+def _views_binding(app) -> tuple | None:
+    """The app's views binding (its key as remapped), for a footer whose focused text
+    field hides every printable key."""
+    for bindings in app._bindings.key_to_bindings.values():
+        for binding in bindings:
+            if binding.id == VIEWS_ID:
+                return binding, app.service is not None, binding.tooltip
+    return None
 
 
 class ConsoleFooter(Footer):
@@ -80,12 +106,24 @@ class ConsoleFooter(Footer):
         room = self.size.width or 10_000  # not laid out yet: everything, fitted on resize
         if palette is not None:
             room -= self._key_width(palette[1], palette[1].description) + 1
+        # A focused text field takes the printable keys, the view keys and `g` with them:
+        # the views menu is still offered, as a click with no key shown (`g` would type).
+        in_field = None
+        if not any(_rank(b) == 2 or b.id == VIEWS_ID for b, _e, _t in first.values()):
+            in_field = _views_binding(self.app)
+            if in_field is not None and in_field[1]:
+                room -= len(in_field[0].description) + 2
+            else:
+                in_field = None
         shown = self._fit(sorted(first.values(), key=lambda item: _rank(item[0])), active, room)
+        if in_field is not None:
+            shown.append(in_field)
         self.styles.grid_size_columns = len(shown)
         for binding, enabled, tooltip in shown:
-            yield FooterKey(
+            key_class = ViewsKey if binding.id == VIEWS_ID else FooterKey
+            yield key_class(
                 binding.key,
-                self.app.get_key_display(binding),
+                "" if in_field and binding is in_field[0] else self.app.get_key_display(binding),
                 binding.description,
                 binding.action,
                 disabled=not enabled,

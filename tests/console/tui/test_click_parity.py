@@ -145,3 +145,30 @@ async def test_footer_reaches_every_view_by_a_click(width: int) -> None:
             await pilot.click(f"#views-{mode}")
             await pilot.pause()
             assert app.current_mode == mode, (view, width)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+async def test_a_focused_text_field_keeps_a_views_entry_that_a_click_opens(width: int) -> None:
+    """A text field takes every printable key, the view keys and `g` with them, so
+    Textual's footer offered no view at all while one was focused. The footer keeps a
+    `Views` entry with no key shown; a click opens the menu and types nothing."""
+    service = fakes.FakeService()
+    app = views.app_for(service)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await views.ready(pilot, service)
+        await pilot.press("w")
+        await views.settle(pilot)
+        field = app.screen.query_one("#sweep-contexts")
+        field.focus()
+        before = field.value
+        await views.settle(pilot)
+        keys = list(app.screen.query(FooterKey))
+        entry = next((k for k in keys if k.action == "app.views"), None)
+        assert entry is not None, [k.description for k in keys]
+        assert entry.key_display == "" and not any(k.key in set("dslfpwh") for k in keys)
+        await pilot.click(entry)
+        await pilot.pause()
+        assert isinstance(app.screen, ViewsScreen) and field.value == before
+        await pilot.click("#views-history")
+        await pilot.pause()
+        assert app.current_mode == "history"

@@ -119,7 +119,7 @@ def _views_key(page: Any, key: str, name: str) -> None:
     if any(f"{key} {name}" in row for row in _screen(page)[-2:]):
         _click_text(page, f"{key} {name}", last=True)
     else:
-        _click_text(page, "g Views", last=True)
+        _click_text(page, "Views", last=True)  # "g Views", or "Views" in a text field
         _click_text(page, f"{key}  {name}")
 
 
