@@ -260,8 +260,11 @@ def _refuse(
     return replace(
         base,
         # what was asked, read as the model reads it, even when no answer follows
-        lines=(*base.lines, *words.figure_lines(base.observed, base.baseline),
-               *words.noise_lines(base.observed, base.baseline)),
+        lines=(
+            *base.lines,
+            *words.figure_lines(base.observed, base.baseline),
+            *words.noise_lines(base.observed, base.baseline),
+        ),
         outcome="not enough evidence",
         headline=f"Not enough evidence: {reasons[0]}.",
         reasons=tuple(base.reasons) + tuple(reasons),
