@@ -297,7 +297,11 @@ class ChangeInterval:
         if self.ratio.low == self.ratio.high == 1.0:
             return "no change (exactly equal)"  # e.g. commit on the same passages, greedy
         if self.within_noise:
-            half = self.ratio.half_width * 100.0
+            # the wider side of an interval that is even on the log scale: the change ±
+            # it always spans "no change" (the half-width alone read -35% ± 31% as
+            # within noise)
+            r = self.ratio
+            half = max(r.value - r.low, r.high - r.value) * 100.0
             return f"within noise ({pct:+.0f}% ± {half:.0f}%)"
         lo, hi = (self.ratio.low - 1.0) * 100.0, (self.ratio.high - 1.0) * 100.0
         return f"{pct:+.0f}% [{_bound(lo)}…{_bound(hi)}]"

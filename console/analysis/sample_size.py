@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.intervals import usable
-from console.analysis.pairing import side_figures
+from console.analysis.pairing import paired_figures, side_figures
 from console.analysis.records import RequestSample
 
 TARGET_REL = 0.05
@@ -113,6 +113,25 @@ def narrow_enough(samples: Sequence[RequestSample], target: SampleTarget) -> boo
     if figures is None or n < min(MIN_FOR_INTERVAL, target.max_repeat):
         return False
     return figures["decode_tok_s"].rel_half_width <= target.target_rel
+
+
+# Side by side, a point reads on until the timing part of its paired tok/s change is
+# within this (log scale, at the rows' family level) as well: each side's own ± 5% comes
+# after 3 rounds on a calm host, but a ratio over 6 pairs judged at 99%+ is ± 15-20% wide,
+# which reads "too wide to tell" for a parser flag and misses a 15% regression.
+PAIRED_TIMING_TARGET = 0.10
+
+
+def paired_narrow_enough(
+    before: Sequence[RequestSample], after: Sequence[RequestSample], *, rows: int = 1
+) -> bool:
+    """Whether the paired tok/s change of one point (one of `rows` judged together) has
+    a timing half-width within `PAIRED_TIMING_TARGET`."""
+    figures = paired_figures(before, after, rows=rows)
+    if figures is None:
+        return False
+    moved = figures.pairs["decode_tok_s"].moved
+    return moved is not None and moved.has_interval and moved.timing_rel <= PAIRED_TIMING_TARGET
 
 
 @dataclass

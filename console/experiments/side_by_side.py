@@ -23,7 +23,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from console.analysis.records import RequestSample
-from console.analysis.sample_size import SampleSize, SampleTarget, narrow_enough, rel_half_width
+from console.analysis.sample_size import (
+    SampleSize,
+    SampleTarget,
+    narrow_enough,
+    paired_narrow_enough,
+    rel_half_width,
+)
 from console.analysis.stats import summarize
 from console.backends import get_adapter
 from console.measure.methods import MethodResult
@@ -70,7 +76,8 @@ async def _interleaved(
     target: SampleTarget,
 ) -> tuple[MethodResult, MethodResult]:
     """Whole rounds of every passage of every point, each request on A and on B back to
-    back, until both sides' tok/s intervals are narrow enough (or the cap)."""
+    back, until both sides' tok/s intervals and the paired change between them are
+    narrow enough (or the cap)."""
     params = {"contexts": list(points.contexts), "output_tokens": points.output,
               "text_types": list(points.text_types), "order": "side-by-side",
               "sample_target": target.as_dict()}  # fmt: skip
@@ -91,9 +98,12 @@ async def _interleaved(
                     for size in sizes:
                         size.rounds[point] = size.rounds.get(point, 0) + 1
                 if done >= target.min_rounds and target.target_rel > 0:
+                    # each side narrow, and the change between them (what is reported)
                     open_points = [
-                        p for p in open_points if not all(narrow_enough(s, target) for s in mine[p])
-                    ]
+                        p for p in open_points
+                        if not (all(narrow_enough(s, target) for s in mine[p])
+                                and paired_narrow_enough(*mine[p], rows=len(todo)))
+                    ]  # fmt: skip
             for point, sides in mine.items():
                 for size, samples in zip(sizes, sides, strict=True):
                     size.rel[point] = rel_half_width(samples)

@@ -74,3 +74,12 @@ def test_repeats_of_the_same_passages_give_a_timing_interval_and_a_paired_change
     slower = [dataclasses.replace(s, decode_time_s=s.decode_time_s * 1.1) for s in reads]
     moved = change(reads, slower, lambda p: p.tok_s)
     assert moved.finding and moved.ratio.high < 0.93 and moved.text().startswith("-9% [")
+
+
+def test_a_lopsided_interval_within_noise_reads_a_span_that_includes_no_change() -> None:
+    # -35% with an interval even on the log scale, [0.39, 1.01]: its half-width is 31
+    # points, and "-35% ± 31%" would read as a slowdown of 4% at least.
+    from console.analysis.intervals import ChangeInterval, Interval
+
+    lopsided = ChangeInterval(Interval(0.65, 0.39, 1.01), 6, 6)
+    assert lopsided.within_noise and lopsided.text() == "within noise (-35% ± 36%)"

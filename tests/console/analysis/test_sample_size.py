@@ -81,3 +81,21 @@ async def test_the_after_side_reads_exactly_the_rounds_the_before_side_read() ->
     assert after.rounds == before.rounds == {("quiet", 64): 2, ("noisy", 64): 3}
     # the same passages the same number of times on both sides
     assert sorted(after_calls) == sorted(calls)
+
+
+def test_a_paired_change_wider_than_its_sides_keeps_a_side_by_side_point_open() -> None:
+    # Two passages read in 3 rounds on each side at 8% per-request timing noise: each
+    # side's own tok/s interval may meet ± 5%, but their paired change over 6 pairs,
+    # judged with 3 other rows, is ± 15% or more. Ten more rounds each narrow it.
+    from console.analysis.sample_size import paired_narrow_enough
+    from tests.console.analysis.test_pairing import requests
+
+    few_a = requests({"easy": 3, "hard": 3}, noise=0.08, seed=1)
+    few_b = requests({"easy": 3, "hard": 3}, noise=0.08, seed=2)
+    assert not paired_narrow_enough(few_a, few_b, rows=4)
+    many_a = requests({"easy": 13, "hard": 13}, noise=0.08, seed=1)
+    many_b = requests({"easy": 13, "hard": 13}, noise=0.08, seed=2)
+    assert paired_narrow_enough(many_a, many_b, rows=4)
+    quiet_a = requests({"easy": 3, "hard": 3}, noise=0.005, seed=1)
+    quiet_b = requests({"easy": 3, "hard": 3}, noise=0.005, seed=2)
+    assert paired_narrow_enough(quiet_a, quiet_b, rows=4)  # a calm host stops at 3
