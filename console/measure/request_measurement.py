@@ -108,14 +108,7 @@ async def measure_request(
     body = adapter.request_body(spec, model or "default")
     response = await client.timed_post(endpoint, body, stream=spec.stream)
     after = await _scrape(client) if around else None
-    fig = adapter.response_figures(response, before, after)
-    for pause in CATCH_UP_S:  # counters recorded after the reply: scrape until they count it
-        if adapter.counters_caught_up(before, after, fig.completion_tokens):
-            break
-        await asyncio.sleep(pause)
-        after = await _scrape(client)
-        fig = adapter.response_figures(response, before, after)
-    lagging = not adapter.counters_caught_up(before, after, fig.completion_tokens)
+    fig, lagging = await _figures_once_counted(client, adapter, response, before, after)
 
     n = fig.completion_tokens
     client_tok_s = ttft = None
@@ -167,6 +160,26 @@ async def measure_request(
         text=fig.text,
         t=time.time(),
     )
+
+
+async def _figures_once_counted(
+    client: EngineClient,
+    adapter: EngineAdapter,
+    response: TimedResponse,
+    before: MetricsScrape | None,
+    after: MetricsScrape | None,
+) -> tuple[RequestFigures, bool]:
+    """The request's figures, scraped again while the engine's counters have not yet
+    counted it (they are recorded after the reply leaves); True with them when they never
+    did."""
+    fig = adapter.response_figures(response, before, after)
+    for pause in CATCH_UP_S:
+        if adapter.counters_caught_up(before, after, fig.completion_tokens):
+            return fig, False
+        await asyncio.sleep(pause)
+        after = await _scrape(client)
+        fig = adapter.response_figures(response, before, after)
+    return fig, not adapter.counters_caught_up(before, after, fig.completion_tokens)
 
 
 async def _scrape(client: EngineClient) -> MetricsScrape | None:

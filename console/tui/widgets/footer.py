@@ -18,6 +18,8 @@ from textual.app import ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from console.tui import keys
+
 ALWAYS = ("keys", "quit")  # binding ids: help and quit
 VIEWS_ID = "views"  # the menu of views, shown when the view keys do not all fit
 
@@ -46,13 +48,13 @@ class ViewsKey(FooterKey):
 
 
 def _views_binding(app) -> tuple | None:
-    """The app's views binding (its key as remapped), for a footer whose focused text
-    field hides every printable key."""
-    for bindings in app._bindings.key_to_bindings.values():
-        for binding in bindings:
-            if binding.id == VIEWS_ID:
-                return binding, app.service is not None, binding.tooltip
-    return None
+    """The views binding, for a footer whose focused text field hides every printable
+    key (its key is not shown there, so the unremapped one serves); None while the app
+    refuses the action (no host open)."""
+    if not app.check_action("views", ()):
+        return None
+    binding = next(b for b in keys.bindings("app") if b.id == VIEWS_ID)
+    return binding, True, binding.tooltip
 
 
 class ConsoleFooter(Footer):
@@ -111,10 +113,8 @@ class ConsoleFooter(Footer):
         in_field = None
         if not any(_rank(b) == 2 or b.id == VIEWS_ID for b, _e, _t in first.values()):
             in_field = _views_binding(self.app)
-            if in_field is not None and in_field[1]:
+            if in_field is not None:
                 room -= len(in_field[0].description) + 2
-            else:
-                in_field = None
         shown = self._fit(sorted(first.values(), key=lambda item: _rank(item[0])), active, room)
         if in_field is not None:
             shown.append(in_field)
