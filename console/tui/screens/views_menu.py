@@ -6,6 +6,7 @@ The footer drops the view keys when a view's own actions fill the row; it then s
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -39,6 +40,17 @@ class ViewsScreen(ModalScreen[str | None]):
                 label = f"{keys.display_keys(spec, keymap)}  {spec.description}"
                 yield Button(label, id=f"views-{mode}", compact=True)
             yield Button("Close (Esc)", id="views-close", variant="primary", compact=True)
+
+    def on_key(self, event: events.Key) -> None:
+        # Each button shows its view's key: the key chooses it here too (a modal screen
+        # keeps the app's view bindings from it).
+        keymap = session_of(self).keymap
+        for mode, key_id in VIEW_KEYS:
+            bound = keymap.get(key_id, keys.BY_ID[key_id].keys)
+            if event.key in {k.strip() for k in bound.split(",")}:
+                event.stop()
+                self.dismiss(mode)
+                return
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         name = (event.button.id or "").removeprefix("views-")

@@ -172,3 +172,18 @@ async def test_a_focused_text_field_keeps_a_views_entry_that_a_click_opens(width
         await pilot.click("#views-history")
         await pilot.pause()
         assert app.current_mode == "history"
+
+
+async def test_the_views_menu_takes_the_view_key_each_button_shows() -> None:
+    """The menu's buttons read `h  History`: pressing h there opens History (the modal
+    keeps the app's view keys from it, so it did nothing before)."""
+    service = fakes.FakeService()
+    app = views.app_for(service)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await views.ready(pilot, service)
+        await pilot.press("g")
+        await pilot.pause()
+        assert isinstance(app.screen, ViewsScreen)
+        await pilot.press("h")
+        await pilot.pause()
+        assert app.current_mode == "history" and not isinstance(app.screen, ViewsScreen)
