@@ -43,6 +43,8 @@ class StatusBar(Horizontal):
         self.update_view()
 
     def update_view(self) -> None:
+        if not self.query("#status-text"):
+            return  # the app quit while this bar was mounting: its children are gone
         session = session_of(self)
         service = session.service
         state, detail = state_text(session)
