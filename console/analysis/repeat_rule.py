@@ -5,12 +5,13 @@
 three as fields. Both faces call `repeat_rule`, so the same values give the same
 `SampleTarget`: a target repeats each point until its tok/s interval is that narrow (at
 least the repeat, at most the ceiling); an explicit repeat alone, or a target of 0, is
-exactly that many; neither is the default target (± 5%, 3 to 10 repeats).
+exactly that many; neither is the default target (± 5%, 3 to 10 repeats; side by side up
+to 40 while the paired change is wide).
 """
 
 from __future__ import annotations
 
-from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
+from console.analysis.sample_size import MAX_REPEAT, PAIRED_MAX_REPEAT, TARGET_REL, SampleTarget
 from console.errors import ConsoleError
 
 
@@ -22,7 +23,9 @@ def repeat_rule(
     default_min: int = 3,
 ) -> SampleTarget:
     """The `SampleTarget` for these options (None: not given); a ConsoleError with one
-    sentence for values that cannot make one."""
+    sentence for values that cannot make one. A ceiling given is the ceiling side by side
+    too; none given is 10, and side by side (where more pairs narrow the change itself)
+    `PAIRED_MAX_REPEAT`."""
     least = repeat if repeat is not None else default_min
     if least < 1:
         raise ConsoleError(f"--repeat must be at least 1, not {least}.")
@@ -33,6 +36,7 @@ def repeat_rule(
             target_rel=TARGET_REL if target_rel is None else target_rel,
             max_repeat=max(MAX_REPEAT if max_repeat is None else max_repeat, least),
             min_repeat=least,
+            paired_max_repeat=PAIRED_MAX_REPEAT if max_repeat is None else max(max_repeat, least),
         )
     except ValueError as exc:
         raise ConsoleError(str(exc)) from None

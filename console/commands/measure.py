@@ -18,7 +18,7 @@ from console.analysis.decompose import ThroughputModel
 from console.analysis.records import RequestSample
 from console.analysis.repeat_rule import repeat_rule
 from console.analysis.round_curve import sample_curve
-from console.analysis.sample_size import MAX_REPEAT, TARGET_REL, SampleTarget
+from console.analysis.sample_size import MAX_REPEAT, PAIRED_MAX_REPEAT, TARGET_REL, SampleTarget
 from console.analysis.stats import PointSummary, Spread, spread
 from console.commands import diagnose, twopoint
 from console.commands.base import (
@@ -87,8 +87,9 @@ def add_sample_options(p: argparse.ArgumentParser) -> None:
         f"value (default {TARGET_REL} when --repeat is not given; 0 = exactly --repeat)",
     )  # fmt: skip
     p.add_argument(
-        "--max-repeat", type=int, default=MAX_REPEAT,
-        help=f"at most this many repeats per point (default {MAX_REPEAT})",
+        "--max-repeat", type=int, metavar="N",
+        help=f"at most this many repeats per point (default {MAX_REPEAT}; side by side, "
+        f"{PAIRED_MAX_REPEAT} while the paired change is still wide)",
     )  # fmt: skip
 
 

@@ -77,7 +77,7 @@ async def _interleaved(
 ) -> tuple[MethodResult, MethodResult]:
     """Whole rounds of every passage of every point, each request on A and on B back to
     back, until both sides' tok/s intervals and the paired change between them are
-    narrow enough (or the cap)."""
+    narrow enough (or the ceilings: `_settled`)."""
     params = {"contexts": list(points.contexts), "output_tokens": points.output,
               "text_types": list(points.text_types), "order": "side-by-side",
               "sample_target": target.as_dict()}  # fmt: skip
@@ -87,7 +87,7 @@ async def _interleaved(
         async with sa.run("context-sweep", params) as ra, sb.run("context-sweep", params) as rb:
             mine: dict[tuple[str, int], tuple[list, list]] = {p: ([], []) for p in todo}
             open_points, done = list(todo), 0
-            while open_points and done < target.max_rounds:
+            while open_points and done < target.paired_max_rounds:
                 for j in range(target.passages or 1):
                     index = target.passage(done * (target.passages or 1) + j)
                     for point in open_points:
@@ -98,16 +98,33 @@ async def _interleaved(
                     for size in sizes:
                         size.rounds[point] = size.rounds.get(point, 0) + 1
                 if done >= target.min_rounds and target.target_rel > 0:
-                    # each side narrow, and the change between them (what is reported)
                     open_points = [
-                        p for p in open_points
-                        if not (all(narrow_enough(s, target) for s in mine[p])
-                                and paired_narrow_enough(*mine[p], rows=len(todo)))
-                    ]  # fmt: skip
+                        p
+                        for p in open_points
+                        if not _settled(mine[p], target, done, rows=len(todo))
+                    ]
             for point, sides in mine.items():
                 for size, samples in zip(sizes, sides, strict=True):
                     size.rel[point] = rel_half_width(samples)
     return _result(ra, sizes[0]), _result(rb, sizes[1])
+
+
+def _settled(
+    sides: tuple[list[RequestSample], list[RequestSample]],
+    target: SampleTarget,
+    rounds: int,
+    *,
+    rows: int,
+) -> bool:
+    """Whether a point has read enough: each side narrow and the change between them
+    (what is reported) narrow; past the usual ceiling, the change alone; and at the
+    paired ceiling, whatever it reads (`SampleTarget.paired_max_rounds`)."""
+    if rounds >= target.paired_max_rounds:
+        return True
+    paired = paired_narrow_enough(*sides, rows=rows)
+    if rounds >= target.max_rounds:
+        return paired
+    return paired and all(narrow_enough(s, target) for s in sides)
 
 
 async def _pair(sa, sb, ra, rb, point, output, index, b_first, into) -> None:
