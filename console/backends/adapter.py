@@ -263,8 +263,9 @@ class EngineAdapter(ABC):
     reports_round_stats = False
     #: the flag that sets a DDTree's node budget, where the engine has one
     tree_budget_flag: str | None = None
-    #: the flag that adds a fixed delay to every round (a fault of known size), if any
-    round_delay_flag: str | None = None
+    #: the flag that slows every round by a share of its own compute (a fault of known
+    #: relative size), if any
+    round_slowdown_flag: str | None = None
     #: a second engine process with other flags fits beside the first on one host (a
     #: small model), so two configurations can be compared side by side
     fits_side_by_side = False

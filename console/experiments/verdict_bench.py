@@ -18,8 +18,8 @@ rounds (every passage of every figure once a round), all reading the same `PASSA
 windows of their text, until every figure's pooled tok/s interval is within
 `TARGET_REL` (at least `MIN_ROUNDS`, at most `MAX_ROUNDS` rounds); a flag scenario's
 "after" side restarts with its flags through the normal apply path. The round delay is
-sized from this run's measured step time (a quarter of a round: -20% tok/s by
-construction, beside the measured effect). The original flags come back through the
+a share of each round's own compute (step x1.3: -23% tok/s by construction, reported
+beside the measured effect). The original flags come back through the
 normal apply path after each flag change and always at the end (errors and Ctrl-C
 included). The sides and the sweep are stored in a history store of the benchmark's own
 (a temporary file), never in the operator's.
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from console.analysis.intervals import pool, usable
 from console.analysis.noise_profile import NoiseProfile as Calibration
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import TARGET_REL, SampleTarget, narrow_enough
@@ -73,12 +72,10 @@ from console.experiments.verdict_scenarios import (  # noqa: F401
     PATH_NAMES,
     SCENARIOS,
     SHORT,
-    SLOWER,
     TREE_BUDGET,
     TYPED,
     Point,
     Scenario,
-    delay_ms,
 )
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
@@ -257,9 +254,8 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     noise = from_calibration(bench.calibration) if bench.calibration else None
     sweep = Sweep(tuple(sweep_samples), host, facts.context_limit,
                   source=f"the benchmark's sweep, run {run + 1}", noise_profile=noise)  # fmt: skip
-    step = _step_at(sweep_samples, Point("code", SHORT))
     flagged = [s for s in bench.chosen if s.changes is not None]
-    changed = {s.name: s.changes(session.engine, bench.original, step) for s in flagged}
+    changed = {s.name: s.changes(session.engine, bench.original) for s in flagged}
     t0 = time.monotonic()
     try:
         for s in flagged:
@@ -272,18 +268,17 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
         if flagged:
             await bench.restore()
     bench.took("changed sides (restarts included)", t0)
-    trials = await _asked(bench, run, sweep, sides, changed, step)
+    trials = await _asked(bench, run, sweep, sides, changed)
     for s in flagged:
         trials += await _apply_trials(bench, s, run, changed[s.name])
     return trials
 
 
 async def _baselines_only(bench: _Bench, run: int) -> list[Trial]:
-    """The `set --baseline` trials alone (they measure their own sides); the round delay
-    then takes its default size, there being no sweep to size it from."""
+    """The `set --baseline` trials alone (they measure their own sides)."""
     out = []
     for s in (s for s in bench.chosen if s.changes is not None):
-        changes = s.changes(bench.session.engine, bench.original, None)
+        changes = s.changes(bench.session.engine, bench.original)
         out += await _apply_trials(bench, s, run, changes)
     return out
 
@@ -302,18 +297,12 @@ async def _baseline(
 ) -> Trial:
     t0 = time.monotonic()
     try:
-        return await baseline_trial(bench.session, s, run, changes, path=order,
-                                    timeout=bench.timeout, noise=bench.calibration)  # fmt: skip
+        trial = await baseline_trial(bench.session, s, run, changes, path=order,
+                                     timeout=bench.timeout, noise=bench.calibration)  # fmt: skip
+        return _with(trial, s.constructed)
     finally:
         await bench.restore()
         bench.took(f"path {order} (restarts included)", t0)
-
-
-def _step_at(samples: Sequence[RequestSample], point: Point) -> float | None:
-    """The pooled step time of the sweep at `point`: what the round delay is sized by."""
-    ok = [s for s in usable(samples)
-          if (s.text_type, s.context_tokens) == (point.text_type, point.context)]  # fmt: skip
-    return pool(ok).step_s if ok else None
 
 
 async def _asked(
@@ -322,7 +311,6 @@ async def _asked(
     sweep: Sweep,
     sides: dict[tuple[str, str], list[RequestSample]],
     changed: dict[str, dict[str, str | None]],
-    step: float | None,
 ) -> list[Trial]:
     """The typed and explain verdicts on every scenario's two sides, the sides stored as
     an operator's history would hold them."""
@@ -335,27 +323,17 @@ async def _asked(
     for s in bench.chosen:
         before, after = sides[(s.name, "before")], sides[(s.name, "after")]
         flags_after = _changed(bench.original, changed.get(s.name, {}))
-        constructed = _constructed(s, step, changed.get(s.name, {}))
         if TYPED in s.paths and TYPED in bench.paths:
             t = typed_trial(s, run, sweep, before, after, seed=bench.seed * 1000 + run)
-            out.append(bench.emit(_with(t, constructed)))
+            out.append(bench.emit(_with(t, s.constructed)))
         if EXPLAIN in s.paths and EXPLAIN in bench.paths:
             a = await store_run(store, **where, flags=bench.original, samples=before,
                                 kind="prompt")  # fmt: skip
             b = await store_run(store, **where, flags=flags_after, samples=after, kind="prompt")
             t = await explain_trial(s, run, store, a, b, seed=bench.seed * 1000 + run)
-            out.append(bench.emit(_with(t, constructed)))
+            out.append(bench.emit(_with(t, s.constructed)))
     bench.took("typed and explain verdicts", t0)
     return out
-
-
-def _constructed(s: Scenario, step: float | None, changes: dict[str, str | None]) -> float | None:
-    """The effect by construction: none for most scenarios; for the round delay,
-    step / (step + delay) - 1 with the step this run measured."""
-    delay = changes.get("debug-round-delay-ms")
-    if delay is None or not step:
-        return None
-    return step / (step + float(delay) / 1000.0) - 1
 
 
 def _with(trial: Trial, constructed: float | None) -> Trial:

@@ -10,9 +10,9 @@ and the operator paths each one is asked through.
   tree-budget   a DDTree budget of 3 instead of the drafter's 15   -> not physics
   parsers       tool-call and reasoning parsers on, across a       -> physics (they act on
                 restart: they cannot move decode speed                the response text only)
-  round-delay   every verify round 25% of a step longer (the       -> not physics (a
-                bundled engine's --debug-round-delay-ms), same        step-time regression
-                flags otherwise, same context and passages            of about -20% tok/s)
+  round-delay   every verify round 30% longer than its own compute -> not physics (a
+                (the bundled engine's --debug-round-slowdown), same   step-time regression:
+                flags otherwise, same context and passages            tok/s x 1/1.3, -23%)
   tree-moderate a DDTree budget of 8: a moderate acceptance change -> not physics
 
 Paths: `typed` (the figures typed into `diagnose`), `explain` (`history explain A B` on
@@ -35,8 +35,10 @@ from console.measure.session import MeasureError
 
 TREE_BUDGET = 3  # the regression: the drafter's default is its block size minus 1 (15)
 TREE_MODERATE = 8  # a budget that changes acceptance moderately
-SLOWER = 0.25  # the round delay, as a share of the measured step: tok/s x 1/1.25 = -20%
-DEFAULT_DELAY_MS = 0.9  # before a step is measured (~3.5 ms rounds on the bundled pair)
+# The round delay, as a share of each round's own compute: step time x1.3, tok/s x 1/1.3
+# (-23%) however fast the host runs that minute. (A fixed delay sized from the run's
+# sweep was a smaller share of the step whenever the host slowed: -12% to -19%.)
+SLOWER = 0.30
 SHORT, LONG = 256, 1800
 
 TYPED, EXPLAIN, DEFAULT, AB, ABAB = PATHS
@@ -44,7 +46,7 @@ BASELINE_PATHS = (DEFAULT, AB, ABAB)
 GROSS = (TYPED, EXPLAIN, DEFAULT)  # a large flag effect: the typed, stored and default paths
 FLAGGED = (*GROSS, AB)  # the subtler ones across a restart too
 BRACKETED = (*FLAGGED, ABAB)
-Changes = Callable[[str, dict[str, FlagValue], float | None], dict[str, str | None]]
+Changes = Callable[[str, dict[str, FlagValue]], dict[str, str | None]]
 
 
 @dataclass(frozen=True, order=True)
@@ -66,35 +68,28 @@ def _flag_of(engine: str, what: str, flag: str | None) -> str:
     return flag
 
 
-def _smaller_tree(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+def _smaller_tree(engine: str, flags: dict[str, FlagValue]) -> dict:
     flag = _flag_of(engine, "a DDTree budget", get_adapter(engine).tree_budget_flag)
     return {flag: str(TREE_BUDGET)}
 
 
-def _moderate_tree(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+def _moderate_tree(engine: str, flags: dict[str, FlagValue]) -> dict:
     flag = _flag_of(engine, "a DDTree budget", get_adapter(engine).tree_budget_flag)
     return {flag: str(TREE_MODERATE)}
 
 
-def _parsers(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+def _parsers(engine: str, flags: dict[str, FlagValue]) -> dict:
     parsers = get_adapter(engine).parser_flags
     _flag_of(engine, "output parsers", next(iter(parsers), None))
     return dict(parsers)
 
 
-def delay_ms(step_s: float | None) -> float:
-    """The round delay that makes a round `SLOWER` longer than `step_s`."""
-    if not step_s:
-        return DEFAULT_DELAY_MS
-    return round(step_s * SLOWER * 1000.0, 2)
+def _round_delay(engine: str, flags: dict[str, FlagValue]) -> dict:
+    flag = _flag_of(engine, "a round slowdown", get_adapter(engine).round_slowdown_flag)
+    return {flag: f"{SLOWER:g}"}
 
 
-def _round_delay(engine: str, flags: dict[str, FlagValue], step_s: float | None) -> dict:
-    flag = _flag_of(engine, "a round delay", get_adapter(engine).round_delay_flag)
-    return {flag: f"{delay_ms(step_s):g}"}
-
-
-def _off(engine: str, flags: dict[str, FlagValue], _step: float | None) -> dict:
+def _off(engine: str, flags: dict[str, FlagValue]) -> dict:
     return speculation_off(engine, flags)
 
 
@@ -107,6 +102,7 @@ class Scenario:
     after: Point
     changes: Changes | None = None  # the flag changes the "after" side runs with
     paths: tuple[str, ...] = (TYPED, EXPLAIN)
+    constructed: float | None = None  # the tok/s effect by construction, where one is known
 
 
 _ALL = (
@@ -127,9 +123,10 @@ _ALL = (
     Scenario("parsers", "physics", "tool-call and reasoning parsers on, across a restart",
              Point("code", SHORT), Point("code", SHORT), _parsers, BRACKETED),
     Scenario("round-delay", "not physics",
-             f"every verify round {SLOWER:.0%} of a step longer (--debug-round-delay-ms)",
+             f"every verify round {SLOWER:.0%} longer than its own compute "
+             "(--debug-round-slowdown)",
              Point("code", SHORT), Point("code", SHORT), _round_delay,
-             BRACKETED),
+             BRACKETED, constructed=1 / (1 + SLOWER) - 1),
     Scenario("tree-moderate", "not physics", f"a DDTree budget of {TREE_MODERATE}",
              Point("code", SHORT), Point("code", SHORT), _moderate_tree, FLAGGED),
 )  # fmt: skip

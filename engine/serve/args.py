@@ -68,6 +68,16 @@ def _delay_ms(text: str) -> float:
     return value
 
 
+def _slowdown(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.3, got {text!r}") from None
+    if not 0.0 <= value <= 10.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 10, got {value:g}")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -216,6 +226,13 @@ class ServeArgs:
         "[float] Debug: sleep this many milliseconds in every verify round, a step-time "
         "regression of known size for benchmarking the console (default: 0)",
         type=_delay_ms,
+        default=0.0,
+    )
+    debug_round_slowdown: float = flag(
+        "[float] Debug: sleep this fraction of each verify round's own compute time in the "
+        "round, a step-time regression of known relative size (0.3: step time x1.3) for "
+        "benchmarking the console (default: 0)",
+        type=_slowdown,
         default=0.0,
     )
     warnings: list[str] = field(default_factory=list)

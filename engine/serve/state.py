@@ -70,6 +70,7 @@ def build_state(args: ServeArgs, bundle, decoder) -> ServerState:
     worker = EngineWorker(
         decoder, tok, metrics=metrics, counters=counters, eos_token_ids=(tok.eos_token_id,),
         round_delay_s=args.debug_round_delay_ms / 1000.0,
+        round_slowdown=args.debug_round_slowdown,
     )  # fmt: skip
     return ServerState(
         args=args,

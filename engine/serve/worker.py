@@ -200,9 +200,14 @@ class EngineWorker:
         counters: DecodeCounters,
         eos_token_ids: tuple[int, ...],
         round_delay_s: float = 0.0,
+        round_slowdown: float = 0.0,
     ):
         self.decoder = decoder
-        self.round_delay_s = round_delay_s  # --debug-round-delay-ms: injected step time
+        # injected step time: --debug-round-delay-ms (fixed) and --debug-round-slowdown (a
+        # share of the round's own compute, so the regression's relative size holds however
+        # fast or slow the host runs that minute)
+        self.round_delay_s = round_delay_s
+        self.round_slowdown = round_slowdown
         self.tokenizer = tokenizer
         self.metrics = metrics
         self.counters = counters
@@ -307,6 +312,7 @@ class EngineWorker:
                 if job.cancelled.is_set():
                     decoding.finish = "abort"
                     break
+                t_round = time.perf_counter()
                 try:
                     step = next(gen)
                 except StopIteration:
@@ -315,8 +321,8 @@ class EngineWorker:
                     if decoding.t_first is None:  # the engine refused the request itself
                         return JobResult.refused(job, str(e), t_started=t_started)
                     raise
-                if step.stats is not None and self.round_delay_s > 0:
-                    time.sleep(self.round_delay_s)  # inside the round's wall time
+                if step.stats is not None:
+                    self._inject(time.perf_counter() - t_round)  # inside the round's wall time
                 t = time.perf_counter()
                 emitted = decoding.add(step, t)
                 if step.stats is not None and job.count_in_metrics:
@@ -328,6 +334,12 @@ class EngineWorker:
         finally:
             gen.close()
         return decoding.result()
+
+    def _inject(self, computed_s: float) -> None:
+        """The debug flags' extra step time for a round that computed for `computed_s`."""
+        extra = self.round_delay_s + self.round_slowdown * computed_s
+        if extra > 0:
+            time.sleep(extra)
 
     def _count_round(self, decoding: _Decoding, commit_len: int, emitted: int, seconds: float):
         """Metrics for one verify round, and the `Decode batch` line when an interval ends."""

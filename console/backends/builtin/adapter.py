@@ -38,7 +38,7 @@ class BuiltinAdapter(SGLangAdapter):
 
     reports_round_stats = True
     tree_budget_flag = "speculative-ddtree-budget"
-    round_delay_flag = "debug-round-delay-ms"  # engine/serve/args.py: for bench verdict
+    round_slowdown_flag = "debug-round-slowdown"  # engine/serve/args.py: for bench verdict
     fits_side_by_side = True  # the bundled pair is a few MB; two engines share a laptop
 
     def owns_scrape(self, scrape: MetricsScrape) -> bool:

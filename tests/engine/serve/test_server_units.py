@@ -266,3 +266,25 @@ def test_access_log_leaves_out_successful_polls_only() -> None:
     text = out.getvalue()
     assert "/metrics" not in text and '/health HTTP/1.1" 200' not in text
     assert '"GET /health HTTP/1.1" 503' in text and "POST /generate" in text
+
+
+def test_the_round_slowdown_sleeps_its_share_of_each_rounds_compute(monkeypatch):
+    # The fault flags' arithmetic: a fixed delay plus a share of what the round computed,
+    # so a --debug-round-slowdown regression keeps its relative size on a slower host.
+    from engine.serve import worker as worker_module
+
+    assert parse_serve_args(["--debug-round-slowdown", "0.3"]).debug_round_slowdown == 0.3
+    with pytest.raises(SystemExit):  # argparse's one-line error, as for every bad flag
+        parse_serve_args(["--debug-round-slowdown", "-1"])
+    slept: list[float] = []
+    monkeypatch.setattr(worker_module.time, "sleep", slept.append)
+    loop = worker_module.EngineWorker.__new__(worker_module.EngineWorker)
+    loop.round_delay_s, loop.round_slowdown = 0.0, 0.3
+    loop._inject(0.004)
+    loop._inject(0.008)
+    loop.round_delay_s, loop.round_slowdown = 0.001, 0.0
+    loop._inject(0.004)
+    loop.round_slowdown = 0.0
+    loop.round_delay_s = 0.0
+    loop._inject(0.004)  # neither flag: no sleep at all
+    assert slept == pytest.approx([0.0012, 0.0024, 0.001])
