@@ -3,7 +3,8 @@
 A is the baseline, B the observed. Both are lined up point by point (text type, context)
 as `history compare` does. A point both runs measured at the same context and text needs
 no model: it goes through the comparison protocol (`pairing.paired_figures`, paired by
-passage, the host's measured drift in the time intervals) and the verdict is the
+passage, the host's measured drift for the order the two were read in, `block_order`, in
+the time intervals) and the verdict is the
 decomposition (`same_point`: commit moved, step time moved, or within noise). Any other
 pair gets `verdict.judge` with both sides' requests, so the observed and baseline figures
 carry their own intervals. Where the runs share no point
@@ -21,6 +22,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from console.analysis.block_order import measured_order
 from console.analysis.intervals import usable
 from console.analysis.noise_profile import Drift
 from console.analysis.pairing import paired_figures
@@ -75,17 +77,19 @@ def _header(run: StoredRun) -> dict[str, Any]:
 
 
 async def drift_for_runs(store: RunStore, a: StoredRun, b: StoredRun) -> Drift:
-    """The drift term two stored runs carry (two blocks, so A-B): the noise profile of A's
-    host with A's flags, else B's, else the host's newest (the source says which)."""
-    host = a.info.host
+    """The drift term two stored runs carry, for the order their requests were read in
+    (`block_order`: side by side when they alternate, else two blocks, A-B): the noise
+    profile of A's host with A's flags, else B's, else the host's newest (the source
+    says which)."""
+    host, order = a.info.host, measured_order(a.requests, b.requests)
     for flags in (a.info.flags_hash, b.info.flags_hash, None):
         profile = await store.noise_profile(host, flags)
         if profile is not None:
-            drift = profile.drift("A-B")
+            drift = profile.drift(order)
             if flags is None:
                 drift = dataclasses.replace(drift, source=drift.source + ", other flags")
             return drift
-    return Drift.none("A-B")
+    return Drift.none(order)
 
 
 def _points(run: StoredRun) -> dict[tuple[str, int], list[RequestSample]]:
@@ -153,7 +157,8 @@ async def explain_runs(
             judged.append((label, judge_same_point(paired, label)))
             continue
         # Two blocks at two times: each side draws its share of the host's drift (their
-        # ratio then carries the drift a shift between two blocks has).
+        # ratio then carries the drift a shift between two blocks has); side by side, the
+        # share of the two processes' offset.
         share = drift.shift_sd / math.sqrt(2)
         observed = replace(Observed.from_requests(rb, source=f"run {b.id}"), drift_sd=share)
         base = replace(Observed.from_requests(ra, source=f"run {a.id}"), drift_sd=share)

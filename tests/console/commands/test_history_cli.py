@@ -54,7 +54,10 @@ async def filled() -> dict[str, int]:
             run_info(started_at=1_700_000_800.0, flags={"draft-window": 16, "tree-budget": 64})
         )
         for i, (context, tok_s) in enumerate([(1024, 126.0), (4096, 72.0), (8192, 50.0)]):
-            await store.add_request(b, request_sample(i, context=context, tok_s=tok_s, commit=4.0))
+            sample = request_sample(
+                i, context=context, tok_s=tok_s, commit=4.0, t=1_700_000_800.25 + i
+            )  # read after A's, as it started
+            await store.add_request(b, sample)
         await store.finish_run(b, "complete")
         w = await store.start_run(run_info("gpu2", "watch", started_at=1_700_001_000.0))
         for i in range(3):

@@ -144,8 +144,10 @@ async def test_a_step_time_regression_on_the_same_passages_is_not_physics() -> N
     await store.add_noise_profile(profile)
     counts = {"easy": 3, "hard": 3}
     a = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=1), 1.0)
-    b = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=2, slower=1.27), 2.0)
-    same = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=3), 3.0)
+    # each a block of its own, after A's (their request times say so: `block_order`)
+    b = await _run(store, "context-sweep",
+                   passages(counts, noise=0.04, seed=2, slower=1.27, t0=100.0), 2.0)  # fmt: skip
+    same = await _run(store, "context-sweep", passages(counts, noise=0.04, seed=3, t0=200.0), 3.0)
     done = await explain_runs(store, await store.run(a), await store.run(b))
     ((_label, verdict),) = done.pairs
     assert verdict.outcome == "not physics" and verdict.factor == "step time", verdict.text()
