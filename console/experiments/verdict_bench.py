@@ -189,7 +189,7 @@ async def run_bench(
     facts = await session.facts(refresh=True)
     original = dict((await service.current_config()).flags)
     # Every change is computed and planned before anything runs (a refused flag fails here).
-    planned = {s.name: s.changes(session.engine, original, None) for s in chosen if s.changes}
+    planned = {s.name: s.changes(session.engine, original) for s in chosen if s.changes}
     for changes in planned.values():
         await service.plan(changes)
     points = sorted({p for s in chosen for p in (s.before, s.after)})
