@@ -35,8 +35,9 @@ from console.measure.session import MeasureError
 
 TREE_BUDGET = 3  # the regression: the drafter's default is its block size minus 1 (15)
 TREE_MODERATE = 8  # a budget that changes acceptance moderately
-# The round delay, as a share of each round's own compute: step time x1.3, tok/s x 1/1.3
-# (-23%) however fast the host runs that minute. (A fixed delay sized from the run's
+# The round delay, as a share of each round's own compute: step time x1.3 at least, tok/s
+# x 1/1.3 (-23%) or more however fast the host runs that minute (-24% to -30% measured
+# side by side: a sleeping round's threads wake again). (A fixed delay sized from the run's
 # sweep was a smaller share of the step whenever the host slowed: -12% to -19%.)
 SLOWER = 0.30
 SHORT, LONG = 256, 1800

@@ -276,15 +276,26 @@ def test_the_round_slowdown_sleeps_its_share_of_each_rounds_compute(monkeypatch)
     assert parse_serve_args(["--debug-round-slowdown", "0.3"]).debug_round_slowdown == 0.3
     with pytest.raises(SystemExit):  # argparse's one-line error, as for every bad flag
         parse_serve_args(["--debug-round-slowdown", "-1"])
+    clock = [0.0]
     slept: list[float] = []
-    monkeypatch.setattr(worker_module.time, "sleep", slept.append)
+
+    def sleep(seconds: float) -> None:  # every sleep overruns by 0.3 ms, as a wake-up does
+        slept.append(seconds)
+        clock[0] += seconds + 0.0003
+
+    monkeypatch.setattr(worker_module.time, "sleep", sleep)
+    monkeypatch.setattr(worker_module.time, "perf_counter", lambda: clock[0])
     loop = worker_module.EngineWorker.__new__(worker_module.EngineWorker)
-    loop.round_delay_s, loop.round_slowdown = 0.0, 0.3
+    loop.round_delay_s, loop.round_slowdown, loop._owed = 0.0, 0.3, 0.0
     loop._inject(0.004)
-    loop._inject(0.008)
+    assert slept == pytest.approx([0.0012])
+    for _ in range(99):
+        loop._inject(0.004)
+    # 100 rounds of 4 ms owe 120 ms; the overruns are paid back, not added up (+30 ms)
+    assert clock[0] == pytest.approx(0.12, abs=0.0004)
+    loop._owed, slept[:] = 0.0, []
     loop.round_delay_s, loop.round_slowdown = 0.001, 0.0
     loop._inject(0.004)
-    loop.round_slowdown = 0.0
     loop.round_delay_s = 0.0
     loop._inject(0.004)  # neither flag: no sleep at all
-    assert slept == pytest.approx([0.0012, 0.0024, 0.001])
+    assert slept == pytest.approx([0.001])
