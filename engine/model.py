@@ -94,6 +94,19 @@ ONEDNN_MIN_ROWS = 4
 _ONEDNN = torch.backends.mkldnn.is_available()
 
 
+def _onednn_dtypes() -> tuple[torch.dtype, ...]:
+    """The dtypes `linear` may hand to oneDNN here: bf16 only where this CPU has oneDNN's
+    bf16 kernels (AVX-512 BW/VL/DQ or AVX-NE-CONVERT); elsewhere its weight reorder
+    raises, so a bf16 load on such a CPU (an AVX2-only host) keeps F.linear."""
+    if not _ONEDNN:
+        return ()
+    bf16 = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    return (torch.float32, torch.bfloat16) if bf16 else (torch.float32,)
+
+
+ONEDNN_DTYPES = _onednn_dtypes()
+
+
 def linear(
     x: torch.Tensor, weight: torch.Tensor, packed: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -107,9 +120,8 @@ def linear(
     layout (`pack_weight`); oneDNN then skips re-laying the weight out on every call.
     """
     if (
-        _ONEDNN
-        and x.device.type == "cpu"
-        and x.dtype in (torch.float32, torch.bfloat16)
+        x.device.type == "cpu"
+        and x.dtype in ONEDNN_DTYPES
         and weight.stride(0) == 1
         and x.numel() >= ONEDNN_MIN_ROWS * x.shape[-1]
         and not torch.is_grad_enabled()
@@ -129,9 +141,9 @@ def pack_weight(weight: torch.Tensor) -> torch.Tensor | None:
     would not take oneDNN for it. Bit-identical results: the layout oneDNN reorders the
     plain weight into on each call, done once (16 rows of the bundled pair's matmuls:
     724 -> 643 us a verify forward)."""
-    if not (_ONEDNN and weight.device.type == "cpu" and weight.stride(0) == 1):
+    if weight.device.type != "cpu" or weight.stride(0) != 1:
         return None
-    if weight.dtype not in (torch.float32, torch.bfloat16):
+    if weight.dtype not in ONEDNN_DTYPES:
         return None
     return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
 

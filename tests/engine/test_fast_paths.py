@@ -36,11 +36,28 @@ def _decode(bundle, method, budget=None):
 def test_onednn_and_plain_matmuls_decode_the_same_tokens(bundles, which, monkeypatch):
     b = bundles[which]
     fast = {m: _decode(b, m, 4 if m == "ddtree" else None) for m in ("ar", "dflash", "ddtree")}
-    monkeypatch.setattr(model, "_ONEDNN", False)
+    monkeypatch.setattr(model, "ONEDNN_DTYPES", ())
     plain = {m: _decode(b, m, 4 if m == "ddtree" else None) for m in ("ar", "dflash", "ddtree")}
     for m in fast:
         assert fast[m].tokens == plain[m].tokens == plain["ar"].tokens, m
         assert [r.commit_len for r in fast[m].rounds] == [r.commit_len for r in plain[m].rounds]
+
+
+def test_a_cpu_without_onednn_bf16_kernels_keeps_bf16_matmuls_plain(monkeypatch):
+    # On a CPU without AVX-512 BW/VL/DQ or AVX-NE-CONVERT, oneDNN's bf16 weight reorder
+    # raises: a bf16 load must neither pack its weights nor hand them to oneDNN there.
+    monkeypatch.setattr(model, "ONEDNN_DTYPES", (torch.float32,))
+    called = []
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", lambda *a: called.append(a))
+    w = torch.randn(48, 32).t().contiguous().t().to(torch.bfloat16)
+    assert model.pack_weight(w) is None
+    x = torch.randn(1, 16, 32, dtype=torch.bfloat16)
+    with torch.inference_mode():
+        torch.testing.assert_close(model.linear(x, w), F.linear(x, w))
+    assert called == []
+    supported = torch.backends.mkldnn.is_available() and (
+        torch.ops.mkldnn._is_mkldnn_bf16_supported())  # fmt: skip
+    assert (torch.bfloat16 in model._onednn_dtypes()) == supported
 
 
 @needs_onednn
