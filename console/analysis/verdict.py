@@ -55,7 +55,7 @@ from console.analysis.verdict_records import (
     far,
     typed_baseline,
 )
-from console.analysis.verdict_split import Split, paired
+from console.analysis.verdict_split import Split, paired, strata_everywhere, typed_only
 from console.analysis.verdict_split import draws as _draws
 from console.analysis.verdict_split import interval as _interval
 from console.analysis.verdict_split import split as _split
@@ -370,8 +370,10 @@ def _one(
     point = _split(model, observed.tok_s, observed.context, text,
                    baseline.tok_s if baseline else None, b_ctx, b_text, commits)  # fmt: skip
     by_passage = paired(sweep, observed, baseline)
+    sweep_by_passage = by_passage or typed_only(observed, baseline)
     draws = _draws(sweep, observed, baseline, (observed.context, text, b_ctx, b_text),
-                   seed=seed, resamples=resamples, by_passage=by_passage)  # fmt: skip
+                   seed=seed, resamples=resamples, by_passage=by_passage,
+                   sweep_by_passage=sweep_by_passage)  # fmt: skip
     same_ctx = "same mid-decode context" if round(observed.context) == round(b_ctx) else ""
     factors = (
         FactorRange("context", _interval(point.context, [d.context for d in draws]),
@@ -389,6 +391,10 @@ def _one(
     if by_passage:
         lines.append("paired by passage: the figures read the sweep's passages, so intervals "
                      "resample timing within each passage")  # fmt: skip
+    elif sweep_by_passage and strata_everywhere(sweep):
+        lines.append("typed figures are read as figures of the sweep's own prompts: the "
+                     "sweep is resampled within each of its passages (figures from other "
+                     "prompts can differ by their text's commit)")  # fmt: skip
     if check is not None and check.moved:
         lines.append(f"baseline check: {check.detail} ({check.text()}): the sweep may not "
                      "describe the baseline's engine or host load")  # fmt: skip

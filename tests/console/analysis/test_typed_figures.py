@@ -311,3 +311,20 @@ def test_a_residual_made_wide_by_the_drift_says_more_requests_will_not_narrow_it
     noisy = typed(0.0, loud)
     assert "more requests per point (repeat, --repeat) narrow it" in noisy
     assert "host's drift" not in noisy
+
+
+def test_typed_figures_of_the_sweeps_passages_resample_the_sweep_within_each_passage() -> None:
+    # Code at 64 -> 1024, each figure the pooled tok/s of the sweep's own eight reads (two
+    # passages, one 1.8x the other's commit). The sweep read each passage equally often at
+    # every point by design: a bootstrap that redraws the passages' shares point by point
+    # puts that 1.8x mix into the context factor (here ± 20-40%), although every point
+    # read the same mix. Resampled within each passage, the factor holds timing only.
+    s = two_passage_sweep()
+    before, after = point_tok_s(s, "code", 64), point_tok_s(s, "code", 1024)
+    j = judge(s, Observed.typed_at(after, 1024, "code", requests=8),
+              typed_baseline(s, before, 64, "code", requests=8))  # fmt: skip
+    ctx, residual = j.factor("context"), j.factor("residual")
+    assert ctx.moved and ctx.ratio.rel_half_width < 0.05, j.text()
+    assert residual.ratio.contains(1.0) and residual.ratio.rel_half_width < 0.10, j.text()
+    assert j.outcome == "physics", j.text()
+    assert any("within each of its passages" in line for line in j.lines), j.lines
