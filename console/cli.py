@@ -329,10 +329,12 @@ def _register_service_commands(host_command: HostCommand) -> None:
     )  # fmt: skip
     p.add_argument(
         "--order", choices=ORDERS, default="auto",
-        help="with --baseline: A-B (one restart; the host's measured drift in every "
-        "interval), A-B-A-B (half the before requests after the change, via the last-good "
-        "flags: linear drift cancels; two extra restarts), or auto (default: A-B-A-B when "
-        "the host's measured restart is under a minute)",
+        help="with --baseline: side-by-side (the after flags as a second engine process, "
+        "interleaved request by request: drift cancels), A-B (one restart; the host's "
+        "measured drift in every interval), A-B-A-B (half the before requests after the "
+        "change, via the last-good flags: linear drift cancels; two extra restarts), or auto "
+        "(default: side by side where the host holds both engines, else A-B-A-B when the "
+        "host's measured restart is under a minute, else A-B)",
     )  # fmt: skip
     p.add_argument(
         "--no-calibrate",

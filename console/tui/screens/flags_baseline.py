@@ -4,7 +4,9 @@ Contexts, output tokens and text types override the host profile's `[baseline]` 
 for this apply (`--baseline-contexts/--baseline-output/--baseline-text`; blank keeps the
 profile's); repeat blank is the CLI's default (repeat until each point's interval is
 narrow), a number is exactly that many (`--repeat N`), "± target" and "max" are
-`--target-rel` and `--max-repeat` (read by the CLI's rule, `analysis.repeat_rule`); the
+`--target-rel` and `--max-repeat` (read by the CLI's rule, `analysis.repeat_rule`; "max"
+blank is the CLI's default, 10 rounds, and side by side up to 40 while the paired change
+is still wide, hence its "auto" placeholder); the
 order is `--order`'s (auto: side by side where the host holds both engines, else
 A-B-A-B when a restart is cheap, else A-B; `--bracket` is A-B-A-B), and calibrate
 unticked is `--no-calibrate`. As on the command line, any override implies the baseline.
@@ -37,7 +39,7 @@ def compose_settings() -> Iterator[Widget]:
     with Horizontal(id="flag-sampling-row", classes="verdict-form"):
         yield from inline_field("repeat", "auto", "bl-repeat")
         yield from inline_field("± target", "5%", "bl-target")
-        yield from inline_field("max", "10", "bl-max")
+        yield from inline_field("max", "auto", "bl-max")
         yield Select([(o, o) for o in ORDERS], value="auto", allow_blank=False,
                      id="flag-order", prompt="order")  # fmt: skip
         yield TickBox("calibrate", value=True, id="flag-calibrate")
