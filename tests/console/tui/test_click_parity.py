@@ -83,7 +83,14 @@ async def _effect(tmp_path: Path, view: str, setup: tuple[str, ...] | str, do) -
         )
 
 
-@pytest.mark.parametrize(("view", "setup", "button", "key"), CASES, ids=[c[2] for c in CASES])
+# One button a view stays in the fast tier; the rest run in the slow one (CI runs both).
+FAST = {"#hist-compare-button", "#svc-restart", "#lab-run", "#sweep-run-button",
+        "#flag-apply-button"}  # fmt: skip
+PARAMS = [pytest.param(*c, id=c[2], marks=() if c[2] in FAST else pytest.mark.slow)
+          for c in CASES]  # fmt: skip
+
+
+@pytest.mark.parametrize(("view", "setup", "button", "key"), PARAMS)
 async def test_each_button_does_what_its_key_does(
     view: str, setup: tuple[str, ...] | str, button: str, key: str, tmp_path: Path, monkeypatch
 ) -> None:
@@ -121,7 +128,10 @@ async def test_keys_screen_closes_by_a_click() -> None:
         assert not isinstance(app.screen, KeysScreen)
 
 
-@pytest.mark.parametrize("width", [80, 100, 142, 160])
+@pytest.mark.parametrize(
+    "width",
+    [80, pytest.param(100, marks=pytest.mark.slow), pytest.param(142, marks=pytest.mark.slow), 160],
+)
 async def test_footer_reaches_every_view_by_a_click(width: int) -> None:
     """At each width from 80, each view's footer has every view key, or `g Views`,
     whose menu switches to any view by a click."""
