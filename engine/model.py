@@ -91,14 +91,13 @@ def join_weights(*linears: nn.Linear) -> torch.Tensor:
 
 # Rows from which `linear` hands a CPU matmul to oneDNN instead of MKL's sgemm.
 ONEDNN_MIN_ROWS = 4
-_ONEDNN = torch.backends.mkldnn.is_available()
 
 
 def _onednn_dtypes() -> tuple[torch.dtype, ...]:
     """The dtypes `linear` may hand to oneDNN here: bf16 only where this CPU has oneDNN's
     bf16 kernels (AVX-512 BW/VL/DQ or AVX-NE-CONVERT); elsewhere its weight reorder
     raises, so a bf16 load on such a CPU (an AVX2-only host) keeps F.linear."""
-    if not _ONEDNN:
+    if not torch.backends.mkldnn.is_available():
         return ()
     bf16 = torch.ops.mkldnn._is_mkldnn_bf16_supported()
     return (torch.float32, torch.bfloat16) if bf16 else (torch.float32,)

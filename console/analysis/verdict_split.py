@@ -129,16 +129,16 @@ def draws(
     seed: int,
     resamples: int,
     by_passage: bool = False,
-    sweep_by_passage: bool | None = None,
+    sweep_by_passage: bool = False,
 ) -> list[Split]:
     """The split recomputed on `resamples` bootstrap draws: the sweep's requests resampled
     within each point (so every point stays in the fit), the model refitted, and the
     observed and baseline figures redrawn from their own samples; `by_passage` (see
-    `paired`): every one of them within the passages it read. `sweep_by_passage` (default
-    `by_passage`) resamples the sweep alone within its passages (see `typed_only`)."""
+    `paired`): the figures within the passages they read; `sweep_by_passage` (paired, or
+    `typed_only`): the sweep within its passages."""
     rng = random.Random(seed)
-    by_sweep = by_passage if sweep_by_passage is None else sweep_by_passage
-    groups = [(strata(g, passage) if by_sweep else None) or [g] for g in sweep.groups()]
+    groups = [(strata(g, passage) if sweep_by_passage else None) or [g]
+              for g in sweep.groups()]  # fmt: skip
     ctx, kind, b_ctx, b_kind = ctx_args
     out = []
     for _ in range(resamples):
