@@ -106,6 +106,7 @@ class GpuRecorder:
         self.on_samples = on_samples
         self.samples: list[GpuSample] = []
         self._task: asyncio.Task[None] | None = None
+        self._keeping: asyncio.Task[None] | None = None  # a tick's samples being stored
 
     def start(self) -> GpuRecorder:
         if self._task is None:
@@ -113,13 +114,16 @@ class GpuRecorder:
         return self
 
     async def stop(self) -> None:
-        """Stop sampling (a tick in flight is dropped)."""
+        """Stop sampling: a reading still in flight is dropped, one already read is kept
+        in `samples` and the store alike (they never disagree)."""
         task, self._task = self._task, None
         if task is None:
             return
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, ConsoleError):
             await task
+        if self._keeping is not None:
+            await self._keeping
 
     async def _tick(self) -> None:
         try:
@@ -128,6 +132,12 @@ class GpuRecorder:
             return  # a lost link or a slow nvidia-smi: skip this moment
         if not samples:
             return
+        # kept by a task of its own, shielded: cancelling the loop mid-write would leave
+        # samples in memory that the run store lacks
+        self._keeping = asyncio.create_task(self._keep(samples))
+        await asyncio.shield(self._keeping)
+
+    async def _keep(self, samples: list[GpuSample]) -> None:
         self.samples.extend(samples)
         if self.store is not None and self.run_id is not None:
             await self.store.add_gpu(self.run_id, samples)

@@ -240,3 +240,33 @@ async def test_recorder_on_a_host_without_gpus_records_nothing(local_bin: Path) 
     await asyncio.sleep(0.1)
     await recorder.stop()
     assert recorder.samples == []
+
+
+class _SlowStore:
+    """A run store whose writes take a while, so a stop can land in the middle of one."""
+
+    def __init__(self) -> None:
+        self.stored: list[GpuSample] = []
+
+    async def add_gpu(self, run_id: int, samples: list[GpuSample]) -> None:
+        await asyncio.sleep(0.2)
+        self.stored.extend(samples)
+
+
+async def test_a_stop_during_a_store_write_keeps_memory_and_store_in_step(
+    local_bin: Path,
+) -> None:
+    write_fake(local_bin, TWO_GPUS)
+    store = _SlowStore()
+    recorder = GpuRecorder(
+        GpuTelemetry(LocalTransport("local")),
+        store=store,
+        run_id=1,
+        interval=0.01,  # type: ignore[arg-type]
+    ).start()
+    for _ in range(500):
+        if recorder.samples:  # read, and its write to the store under way
+            break
+        await asyncio.sleep(0.005)
+    await recorder.stop()
+    assert recorder.samples and store.stored == recorder.samples
