@@ -41,12 +41,24 @@ def headline(j: Judgement, matters: float = MATTERS) -> str:
     for name in ("context", "text"):
         f = j.factor(name)
         if f is not None:
-            state = "" if f.exact else (" (moved)" if f.moved else " (did not move)")
-            parts.append(f"{name} {f.times()}{state}")
+            parts.append(f"{name} {f.times()}{factor_state(f)}")
     wide = ""
     if residual.ratio.rel_half_width > WIDE:  # physics because the factors explain far more
         wide = " (too wide to rule out a smaller bug; the factors explain far more than it)"
     return f"Physics: {change(j)} = {' and '.join(parts)}; residual {residual.text()}{wide}."
+
+
+def factor_state(f: FactorRange) -> str:
+    """A factor's word in the headline: "moved" beyond the size that matters, "small"
+    when its interval excludes 1 but it moved less than that (real, too small to explain
+    much), "did not move" when its interval holds 1; none for an exact factor."""
+    if f.exact:
+        return ""
+    if f.moved:
+        return " (moved)"
+    if not f.zero_width and not f.ratio.contains(1.0):
+        return " (small)"
+    return " (did not move)"
 
 
 def factor_line(f: FactorRange) -> str:

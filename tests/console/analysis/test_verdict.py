@@ -253,3 +253,16 @@ def requests_any(samples: list[RequestSample]) -> list[RequestSample]:
     """The same sweep with every request on a passage of its own."""
     return [RequestSample.from_dict({**s.as_dict(), "prompt_id": f"{s.prompt_id}.{i}"})
             for i, s in enumerate(samples)]  # fmt: skip
+
+
+def test_a_factor_that_moved_a_little_is_small_not_unmoved() -> None:
+    """A factor whose interval excludes 1 but which moved under 10% is real and small: the
+    headline says "small", not "did not move" (that is kept for an interval holding 1)."""
+    from console.analysis.intervals import Interval
+    from console.analysis.verdict_records import FactorRange
+    from console.analysis.verdict_wording import factor_state
+
+    assert factor_state(FactorRange("text", Interval(0.95, 0.91, 0.98))) == " (small)"
+    assert factor_state(FactorRange("text", Interval(0.97, 0.91, 1.02))) == " (did not move)"
+    assert factor_state(FactorRange("text", Interval(1.78, 1.75, 1.81))) == " (moved)"
+    assert factor_state(FactorRange("text", Interval(1.0, 1.0, 1.0), exact="same text")) == ""
