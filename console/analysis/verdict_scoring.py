@@ -4,11 +4,13 @@ operator path, and the false-alarm rate with its 95% upper bound.
 A trial is one answer an operator would have got on one path (`typed` diagnose, `history
 explain`, `set --baseline` in either order) about a change whose true cause is known by
 construction. The outcome is right when it is the true one. "Not enough evidence" is
-also right when the true effect (the pooled after / before tok/s of that trial) is within
-`SMALL` (15%): a change that small is inside what a bug hunt cares about, so declining to
-call it is not a miss. A false alarm is "not physics" where the truth is physics; its
-rate is given with the one-sided 95% Clopper-Pearson upper bound (0 of 30 still allows
-up to 9.5%, the "rule of three").
+also right when the true effect is within `SMALL` (15%): a change that small is inside
+what a bug hunt cares about, so declining to call it is not a miss. The true effect is
+the trial's pooled after / before tok/s, except where the scenario cannot move decode
+speed by construction (null, parsers: `constructed` 0): a gap measured there is the
+host's drift between the two sides, not an effect, so it is 0. A false alarm is "not
+physics" where the truth is physics; its rate is given with the one-sided 95%
+Clopper-Pearson upper bound (0 of 30 still allows up to 9.5%, the "rule of three").
 """
 
 from __future__ import annotations
@@ -71,7 +73,15 @@ class Trial:
 
     @property
     def right(self) -> bool:
-        return right(self.truth, self.outcome, self.effect)
+        return right(self.truth, self.outcome, self.true_effect)
+
+    @property
+    def true_effect(self) -> float | None:
+        """What the trial is scored against: 0 where the scenario cannot move decode speed
+        by construction (the measured gap is the host's drift), else the measured effect
+        (a construction that is only a bound, as the round slowdown's x1.3 at least, does
+        not replace the measurement)."""
+        return 0.0 if self.constructed == 0.0 else self.effect
 
     @property
     def false_alarm(self) -> bool:
@@ -195,5 +205,5 @@ def false_alarms(trials: Sequence[Trial]) -> tuple[int, int]:
 
 def not_enough_on_big(trials: Sequence[Trial], big: float = 0.25) -> tuple[int, int]:
     """("not enough evidence" on trials whose true effect exceeds `big`, those trials)."""
-    large = [t for t in trials if t.effect is not None and abs(t.effect) > big]
+    large = [t for t in trials if t.true_effect is not None and abs(t.true_effect) > big]
     return sum(t.outcome == "not enough evidence" for t in large), len(large)

@@ -42,6 +42,24 @@ def test_right_is_the_true_outcome_or_no_call_on_a_small_effect() -> None:
     assert not right("physics", "not enough evidence", None)
 
 
+def test_a_gap_the_host_drifted_into_a_no_effect_scenario_is_not_its_true_effect() -> None:
+    """Parsers across a restart read +20% when the host drifted between the blocks: the
+    scenario cannot move decode speed, so "not enough evidence" is scored against its
+    true effect (0), not the drift; the round slowdown's bound does not replace its
+    measured effect."""
+    from dataclasses import replace
+
+    from console.experiments.verdict_bench import not_enough_on_big
+
+    drifted = replace(_trial("parsers", "not enough evidence", 0.20), constructed=0.0)
+    assert drifted.right and drifted.true_effect == 0.0
+    assert not _trial("parsers", "not enough evidence", 0.20).right  # no construction known
+    slowed = replace(_trial("round-delay", "not enough evidence", -0.27), constructed=-0.23)
+    assert not slowed.right and slowed.true_effect == -0.27
+    big = replace(_trial("parsers", "not enough evidence", 0.30), constructed=0.0)
+    assert not_enough_on_big([big, slowed]) == (1, 1)
+
+
 def test_scores_count_outcomes_accuracy_and_false_alarms_per_scenario() -> None:
     trials = [
         _trial("null", "physics", 0.01, 0),
@@ -142,6 +160,7 @@ def test_the_round_delay_is_a_share_of_each_rounds_compute_and_its_effect_is_kno
     assert changes == {"debug-round-slowdown": "0.3"} and SLOWER == 0.3
     # step x1.3 whatever the host's speed that minute: tok/s x 1/1.3, within 15-30%
     assert SCENARIOS["round-delay"].constructed == pytest.approx(-0.2308, abs=1e-4)
-    assert SCENARIOS["parsers"].constructed is None
+    # the parsers cannot move decode speed: no effect by construction, as the null's
+    assert SCENARIOS["parsers"].constructed == 0.0 and SCENARIOS["null"].constructed == 0.0
     with pytest.raises(MeasureError):
         SCENARIOS["round-delay"].changes("vllm", {})
