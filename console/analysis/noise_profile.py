@@ -49,7 +49,8 @@ CHEAP_RESTART_S = 60.0
 # their threads land): that offset is measured apart (`process_sd`, two engines with the
 # same flags side by side) and is the whole of a side-by-side drift term.
 # Both sides measured twice (A-B, then A-B again: a confirmed finding) leave each side's
-# two block offsets averaged: s^2 (1/2 + 1/2) = 0.5 shift_sd^2.
+# two block offsets averaged: s^2 (1/2 + 1/2) = 0.5 shift_sd^2; in general, a blocks
+# before and b after leave s^2 (1/a + 1/b) = (1/a + 1/b) / 2 shift_sd^2 (`Drift.blocks`).
 ORDER_SHARE = {"A-B": 1.0, "A-B-A-B": 0.75, "side-by-side": 1.0, "A-B twice": 0.5}
 ORDER_TEXT = {
     "A-B": "A-B: the before block, the restart, the after block",
@@ -60,6 +61,13 @@ ORDER_TEXT = {
         "(each side in two blocks, a restart between each)"
     ),
 }
+
+
+def repeated_order(before: int, after: int) -> str:
+    """The order's name for a comparison whose sides were read in `before` and `after`
+    blocks, a restart between each: "A-B twice" for two a side, else "A-B repeated"."""
+    return "A-B twice" if (before, after) == (2, 2) else "A-B repeated"
+
 
 FEW_SHIFTS = 4  # fewer leave the drift widened over twice its estimate: the output says so
 
@@ -90,6 +98,17 @@ class Drift:
     order: str = "A-B"
     source: str = "no drift measured"
     measured: bool = False
+    # (blocks before, blocks after) where each side was read in several blocks at their
+    # own times (a confirmed finding): the share of the drift left is (1/a + 1/b) / 2
+    blocks: tuple[int, int] | None = None
+
+    @property
+    def share(self) -> float:
+        """How much of the block-to-block drift variance is left, by order."""
+        if self.blocks is not None:
+            a, b = self.blocks
+            return (1 / a + 1 / b) / 2
+        return ORDER_SHARE.get(self.order, 1.0)
 
     @classmethod
     def none(cls, order: str = "A-B") -> Drift:
@@ -98,11 +117,15 @@ class Drift:
     def term(self, z: float = Z95) -> float:
         """The half-width (log scale; 95% by default, `z` for another level) the drift
         adds to a time figure's change."""
-        return z * self.shift_sd * math.sqrt(ORDER_SHARE.get(self.order, 1.0))
+        return z * self.shift_sd * math.sqrt(self.share)
 
     def text(self) -> str:
         """One line for the output: which order, and the drift term in the intervals."""
         order = ORDER_TEXT.get(self.order, self.order)
+        if self.blocks is not None and self.order != "A-B twice":
+            order = (f"{self.order}: a step-time finding across a restart was measured again "
+                     f"({self.blocks[0]} blocks before, {self.blocks[1]} after, a restart "
+                     "between each)")  # fmt: skip
         if self.order == "side-by-side":
             if not self.measured:
                 return (f"measured {order}: drift cancels; intervals hold timing noise "
@@ -118,7 +141,8 @@ class Drift:
 
     def as_dict(self) -> dict[str, Any]:
         return {"shift_sd": self.shift_sd, "order": self.order, "source": self.source,
-                "measured": self.measured, "term": self.term(Z99), "level": 0.99}  # fmt: skip
+                "measured": self.measured, "term": self.term(Z99), "level": 0.99,
+                "blocks": list(self.blocks) if self.blocks else None}  # fmt: skip
 
 
 @dataclass(frozen=True)
