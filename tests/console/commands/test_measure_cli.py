@@ -90,7 +90,7 @@ def test_sweep_json_history_and_refusals(local_host: str, tmp_path: Path) -> Non
     assert "decode " in out.stdout and "(server, not streamed)" in out.stdout
     # the tuning loop: the same baseline before and after a change, side by side
     out = _cli("set", local_host, "speculative-ddtree-budget=4", "--yes", "--baseline",
-               "--max-repeat", "4")  # fmt: skip
+               "--max-repeat", "4", "--baseline-output", "32")  # fmt: skip
     assert out.returncode == 0, out.stderr
     table = out.stdout[out.stdout.index("which factor moved") :]
     assert "\ncode " in table and "\nprose " in table and "measured side by side" in table

@@ -71,6 +71,9 @@ async def set_flag(pilot, name: str, value: str, *, baseline: bool = False) -> N
     await pilot.press(*value, "enter")
     await wait_for(pilot, f"{name} staged", lambda: screen.staged.get(name) == value)
     screen.query_one("#flag-baseline").value = baseline
+    # 32-token requests: the flow, not the default points (the CLI's --baseline-output);
+    # blank otherwise, as an override on its own implies a baseline, as on the CLI
+    screen.query_one("#bl-output").value = "32" if baseline else ""
     await pilot.press("a")
     await wait_for(pilot, "the diff", lambda: isinstance(app.screen, ConfirmScreen))
     assert f"+--{name} {value}" in app.screen.detail
