@@ -10,9 +10,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from console.tui.bench import TuiBenchResult
 
 
+@pytest.mark.slow  # runs the TUI benchmark itself (about 7 s)
 def test_bench_tui_json_has_every_figure() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "console.cli", "bench", "tui", "--json"]

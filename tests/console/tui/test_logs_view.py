@@ -7,6 +7,8 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
+
 from console.service import LifecycleEvent
 from console.tui.app import SpecConsoleApp
 from console.tui.screens.logs import MARK, LogsScreen
@@ -26,6 +28,7 @@ def _shown(screen: LogsScreen) -> list[str]:
     return [strip.text for strip in screen.query_one("#log").lines]
 
 
+@pytest.mark.slow  # about 10 s of typing and scrolling: the fast tier keeps within 4 min
 async def test_filters_pause_marker_wrap_and_save(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     app = SpecConsoleApp("gpu1", service=fakes.FakeService(log=LINES), poll=False, live=False)

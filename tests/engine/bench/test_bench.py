@@ -50,6 +50,7 @@ def test_shipped_prompt_set_has_code_and_prose():
     assert len(code) >= 8 and all(r["prompt"].rstrip().endswith(":") for r in code)
 
 
+@pytest.mark.slow  # a whole benchmark round on the tiny pair
 def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(

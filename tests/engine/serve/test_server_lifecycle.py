@@ -18,6 +18,9 @@ from tests.engine.serve._server_harness import (
 )
 
 pytestmark = pytest.mark.timeout(300)
+# A test that starts `specengine serve` (seconds each) runs in the slow tier; the
+# argparser and help tests stay in the fast one, which keeps within 4 min.
+starts_a_server = pytest.mark.slow
 
 FLAGS = [
     "--model-path",
@@ -99,6 +102,7 @@ def test_bad_command_line_exits_with_one_sentence(args):
     assert len(lines) == 1 and "error:" in lines[0], r.stderr
 
 
+@starts_a_server
 def test_bad_flags_against_weights(tiny_pair, tmp_path):
     target, drafter = tiny_pair
     common = ["--model-path", str(target), "--speculative-draft-model-path", str(drafter)]
@@ -124,6 +128,7 @@ def test_bad_flags_against_weights(tiny_pair, tmp_path):
         assert "Traceback" not in r.stdout + r.stderr
 
 
+@starts_a_server
 def test_sigterm_mid_request_exits_zero(tiny_pair):
     target, drafter = tiny_pair
     srv = ServerProcess(
@@ -182,6 +187,7 @@ def test_sigterm_mid_request_exits_zero(tiny_pair):
         srv.close()
 
 
+@starts_a_server
 def test_plain_autoregressive_server(tiny_pair):
     target, _ = tiny_pair
     srv = ServerProcess(
