@@ -6,6 +6,13 @@ restarted, the network gone) the follower probes the host with the settings' bac
 skipping everything up to the last line it had already seen, so no line comes twice. If
 that line is no longer in the backlog (a long outage, or the engine restarted and rotated
 its log) the backlog is all new, and if it was full a marker says lines may be missing.
+
+The resume point is found in the stream itself, so its timing must not decide it: a
+loaded host can take seconds to open the channel or stall mid-backlog. Where the log
+(read whole, once) still holds the last lines seen, the follower waits for them in the
+stream however long the link takes (up to the command timeout a line); only a log
+without them (rotated) is judged by a pause. A link that drops again mid-backlog prints
+nothing of it: the next attempt reads it again from the same resume point.
 """
 
 from __future__ import annotations
@@ -156,24 +163,48 @@ class LogFollower:
             with contextlib.suppress(BaseException):
                 await task
 
+    async def _anchor_in_log(self, anchor: list[str]) -> bool:
+        """Whether the log's last `resume_backlog` lines, read whole, hold `anchor` (the
+        lines seen last): then the stream's backlog reaches them, however slowly it comes.
+        A host that does not answer is taken to hold them (waiting is the safe side)."""
+        try:
+            tail = await self.supervisor.log_tail(self.resume_backlog)
+        except (TransportError, ServiceError):
+            return True
+        n = len(anchor)
+        return any(tail[i : i + n] == anchor for i in range(len(tail) - n + 1))
+
     async def _skip_seen(self, queue: asyncio.Queue) -> tuple[list[str], tuple | None]:
         """The resumed backlog's new lines, and an end/error that came during it.
 
         A busy log never goes quiet (every /metrics scrape is an access-log line), so the
-        backlog's end is where the lines seen last are; without them (a rotated log) it is
-        a pause, a full backlog or a few seconds, whichever comes first."""
+        backlog's end is where the lines seen last are. While the log holds them, each line
+        may take up to the command timeout (a loaded host's channel, a stall mid-backlog);
+        without them (a rotated log) the end is a pause, a full backlog or a few seconds,
+        whichever comes first. The first line always gets the command timeout: until it
+        comes, nothing says how fast the link is."""
         backlog: list[str] = []
         anchor = list(self.seen)
         synced = not anchor
-        deadline = time.monotonic() + RESYNC_MAX_S
+        patient = synced or await self._anchor_in_log(anchor)
+        slow = self.settings.command_timeout_s
+        deadline: float | None = None  # a rotated log's: from its first line
         while not synced and len(backlog) < self.resume_backlog:
-            wait = min(QUIET_S, deadline - time.monotonic())
-            if wait <= 0:
-                break
+            if patient or not backlog:
+                wait = slow
+            else:
+                deadline = deadline or time.monotonic() + RESYNC_MAX_S
+                wait = min(QUIET_S, deadline - time.monotonic())
+                if wait <= 0:
+                    break
             try:
                 item = await asyncio.wait_for(queue.get(), wait)
             except TimeoutError:
                 break
+            if item[0] == "error":
+                # the link dropped again before the resume point: none of this backlog is
+                # known to be new, and the next attempt reads it again
+                return [], item
             if item[0] != "line":
                 return backlog, item
             backlog.append(item[1])
