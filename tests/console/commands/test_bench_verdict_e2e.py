@@ -11,6 +11,7 @@ import pytest
 from console.analysis.noise_profile import Z95
 from console.analysis.sample_size import SampleTarget
 from console.cli import build_parser
+from console.config import BaselineProfile
 from console.experiments.calibrate import BLOCKS
 from console.experiments.verdict_bench import OUTPUT, SCENARIOS, run_bench
 from console.measure.session import MeasureSession
@@ -18,6 +19,9 @@ from tests.console.conftest import engine_service
 from tests.console.factories import builtin_profile
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
+
+# The profile's [baseline], what set --baseline reads: one code point of 32 tokens
+SHORT_BASELINE = BaselineProfile(contexts=[256], output=32, text_types=["code"])
 
 
 def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
@@ -39,7 +43,7 @@ def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
 async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     tmp_path: Path,
 ) -> None:
-    profile = builtin_profile("bench-local", tmp_path / "state")
+    profile = builtin_profile("bench-local", tmp_path / "state", baseline=SHORT_BASELINE)
     async with engine_service(profile, start=True) as service:
         original = dict((await service.current_config()).flags)
         result = await run_bench(
@@ -90,15 +94,14 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
 async def test_only_the_apply_path_asked_runs_no_sweep_and_restores_the_flags(
     tmp_path: Path,
 ) -> None:
-    profile = builtin_profile("bench-apply", tmp_path / "state")
+    # set --baseline reads the profile's own baseline (the operator's default options),
+    # not the bench's --output or target: here one short point, so the run is minutes
+    profile = builtin_profile("bench-apply", tmp_path / "state", baseline=SHORT_BASELINE)
     async with engine_service(profile, start=True) as service:
         original = dict((await service.current_config()).flags)
         result = await run_bench(
             MeasureSession(service), scenarios=["null", "tree-budget"], runs=1,
-            paths=["baseline"], calibrate=False, output_tokens=32,
-            # few rounds: the budget's acceptance change is exact side by side (greedy
-            # commit on the same passages), so it is read in any number of them
-            target=SampleTarget(0.05, max_repeat=3, min_repeat=2, passages=2, paired_max_repeat=3),
+            paths=["baseline"], calibrate=False,
         )  # fmt: skip
         assert dict((await service.current_config()).flags) == original
     # null has no apply path; tree-budget's one trial measured its own sides, no sweep

@@ -138,7 +138,10 @@ async def test_a_step_time_finding_across_a_restart_is_read_twice(
         assert dict((await service.current_config()).flags)[delay] in (20, "20")  # B at the end
         flags = {s.flags_hash for s in done.again[0].samples}
         assert flags == {done.before.samples[0].flags_hash}  # the second A block read A
-        assert done.drift.blocks is not None and sum(done.drift.blocks) == 2 + len(done.again)
+        # every block read is kept, but a slow spell's (at most one a side, named)
+        left_out = [n for n in done.notes if n.startswith("left out")]
+        assert done.drift.blocks is not None and len(left_out) <= 2, done.notes
+        assert sum(done.drift.blocks) + len(left_out) == 2 + len(done.again), done.notes
         assert done.drift.order == repeated_order(*done.drift.blocks), done.drift.blocks
         assert "own shifts" in done.drift.source
         assert any(n.startswith("first reading") for n in done.notes)
