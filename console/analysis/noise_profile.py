@@ -247,10 +247,15 @@ class NoiseProfile:
     def restart_time(self) -> float | None:
         return statistics.median(self.restart_s) if self.restart_s else None
 
+    @property
+    def cheap_restart(self) -> bool:
+        """Whether the measured restart is under a minute (unmeasured: not cheap)."""
+        restart = self.restart_time
+        return restart is not None and restart < CHEAP_RESTART_S
+
     def order(self) -> str:
         """Bracketing when a restart is cheap (under a minute), else A-B."""
-        restart = self.restart_time
-        return "A-B-A-B" if restart is not None and restart < CHEAP_RESTART_S else "A-B"
+        return "A-B-A-B" if self.cheap_restart else "A-B"
 
     def drift(self, order: str | None = None) -> Drift:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.measured_at))

@@ -34,7 +34,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from console.analysis.noise_profile import CHEAP_RESTART_S, Z99, NoiseProfile, repeated_order
+from console.analysis.noise_profile import Z99, NoiseProfile, repeated_order
 from console.analysis.pairing import PairedChange
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget
@@ -100,11 +100,6 @@ def too_wide(rows: Sequence[BaselineRow]) -> bool:
     return bool(rows) and not found and unsure
 
 
-def cheap_restart(noise: NoiseProfile | None) -> bool:
-    restart = noise.restart_time if noise is not None else None
-    return restart is not None and restart < CHEAP_RESTART_S
-
-
 async def confirm(
     session: MeasureSession,
     service: EngineService,
@@ -166,7 +161,7 @@ async def confirm(
         _leave_out_a_spell(done, side, blocks, calm, left_out)
     _judge_again(done, sides, noise, service, first)
     while too_wide(done.rows) and max(len(b) for b in sides.values()) < MAX_BLOCKS:
-        if not cheap_restart(noise):
+        if noise is None or not noise.cheap_restart:
             done.notes.append("still too wide to tell: more blocks of each side would narrow "
                               "the drift term, but this host's restart is not measured cheap "
                               "(`specconsole calibrate`); side by side cancels it")  # fmt: skip
