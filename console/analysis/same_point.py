@@ -9,10 +9,10 @@ each with its paired interval (`pairing.paired_figures`, drift included):
   engine got slower)";
 - neither: "physics: within noise" (the interval of tok/s holds no change: nothing moved
   that the same context and text would not move), one of the verdict's three outcomes
-  like the others, so every path scores the same way; but a tok/s interval wider than
-  the verdict's `WIDE` (± 15%) cannot rule out a change that matters, and says "not
+  like the others, so every path scores the same way; but a tok/s interval reaching
+  past the verdict's `WIDE` (± 15%) cannot rule out a change that matters, and says "not
   enough evidence" as the model's verdict does (a 16% step-time regression read
-  "physics: within noise (-16% ± 22%)").
+  "physics: within noise (-16% ± 22%)"; -12% ± 12% reaches -24%).
 A baseline before and after a flag change reads the same sentence for each point, so the
 check names the factor that is off. Pure: no I/O.
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.analysis.pairing import PairedChange, PairedFigures
-from console.analysis.verdict_records import WIDE
+from console.analysis.verdict_records import farther_end, reaches_past_wide
 
 Outcome = str  # "physics" | "not physics" | "not enough evidence"
 
@@ -99,7 +99,7 @@ def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdic
         headline = (f"Not enough evidence: tok/s {tok.text()} rests on too few rounds to "
                     "resample; measure more rounds of the same passages")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
-    if tok.ratio.rel_half_width > WIDE:
+    if reaches_past_wide(tok.ratio):
         # Rounds narrow the timing part only; a drift term that is most of the width
         # is narrowed by reading both sides in one comparison, not by more of the same.
         drift = math.expm1(tok.drift_rel)
@@ -107,8 +107,9 @@ def judge_same_point(figures: PairedFigures, label: str = "") -> SamePointVerdic
                   else f"most of it is the host's drift between blocks (± {drift:.0%}), which "
                   "more rounds do not narrow: measure both sides side by side or bracketed "
                   "(`set --baseline`)")  # fmt: skip
-        headline = (f"Not enough evidence: tok/s {tok.text()} at the same context and text is "
-                    f"too wide to tell physics from a change that matters; {narrow}")  # fmt: skip
+        headline = (f"Not enough evidence: tok/s {tok.text()} at the same context and text "
+                    f"could be {farther_end(tok.ratio) - 1:+.0%}: too wide to tell physics "
+                    f"from a change that matters; {narrow}")  # fmt: skip
         return SamePointVerdict("not enough evidence", headline, None, figures, label)
     headline = (f"Physics: within noise at the same context and text: tok/s {tok.text()}, "
                 "neither commit nor step time moved")  # fmt: skip
@@ -127,7 +128,7 @@ def factor_sentence(verdict: SamePointVerdict) -> str:
         )
     if verdict.outcome == "not enough evidence":
         tok = _moved(verdict.figures, "decode_tok_s")
-        if tok is not None and tok.has_interval and tok.ratio.rel_half_width > WIDE:
-            return f"too wide to tell (tok/s ± {tok.ratio.rel_half_width:.0%})"
+        if tok is not None and tok.has_interval and reaches_past_wide(tok.ratio):
+            return f"too wide to tell (tok/s could be {farther_end(tok.ratio) - 1:+.0%})"
         return "too few rounds to tell"
     return "neither factor moved beyond noise"

@@ -44,7 +44,6 @@ from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_records import (
     MATTERS,
     OUTCOMES,
-    WIDE,
     FactorRange,
     Judgement,
     Observed,
@@ -53,6 +52,8 @@ from console.analysis.verdict_records import (
     Sweep,
     beyond_limit,
     far,
+    farther_end,
+    reaches_past_wide,
     typed_baseline,
 )
 from console.analysis.verdict_split import Split, paired, strata_everywhere, typed_only
@@ -425,8 +426,9 @@ def _outcome(
 ) -> tuple[Outcome, list[str]]:
     """Not physics only when the residual's interval (of tok/s, or of commit length alone)
     excludes no change and the residual is big enough to matter; physics only when the
-    interval is narrow enough to say so, or when the factors explain a change far bigger
-    than it (a typed 138 -> 32 is physics even where one request reads ± 20% here).
+    interval rules out a residual past ± 15% (its farther end, not its half-width), or
+    when the factors explain a change far bigger than that end (a typed 138 -> 32 is
+    physics even where one request reads ± 20% here).
     `drift`: the 95% half-width (log) of the host's drift between the two figures; where
     it is most of the residual's width, the advice says so (more requests cannot narrow
     it; one comparison that reads both sides together can)."""
@@ -446,21 +448,23 @@ def _outcome(
         and far(commit.ratio.value, 2 * MATTERS)
     ):
         return "not physics", []
-    if r.rel_half_width > WIDE:
+    if reaches_past_wide(r):
+        reach = abs(math.log(farther_end(r)))
         explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
-        if r.contains(1.0) and explained >= BIG * math.log(1 + r.rel_half_width):
+        if r.contains(1.0) and explained >= BIG * reach:
             return "physics", []
+        wide = (f"the residual, {residual.text()}, could be {farther_end(r) - 1:+.0%}: too "
+                "wide to tell physics from a bug")  # fmt: skip
         if drift >= 0.5 * math.log1p(r.rel_half_width):
             return "not enough evidence", [
-                f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
+                f"{wide}; "
                 f"most of it is the host's drift between two figures taken at different "
                 f"times (± {math.expm1(drift):.0%}), which more requests do not narrow: "
                 "measure both in one comparison (`set --baseline`), or calibrate again "
                 "when the host is calmer"
             ]
         return "not enough evidence", [
-            f"the residual, {residual.text()}, is too wide to tell physics from a bug; "
-            "more requests per point (repeat, --repeat) narrow it"
+            f"{wide}; more requests per point (repeat, --repeat) narrow it"
         ]
     return "physics", []
 

@@ -30,11 +30,25 @@ OUTCOMES: tuple[Outcome, ...] = ("physics", "not physics", "not enough evidence"
 MIN_PROMPT = 8  # the shortest prompt a suggested sweep asks for
 MIN_OUTPUT = 16  # and the shortest output
 MATTERS = 0.10  # a residual under 10% is not worth a bug hunt even when it is significant
-WIDE = 0.15  # a residual interval wider than ± 15% cannot tell physics from a bug...
+WIDE = 0.15  # a residual interval reaching past ± 15% cannot tell physics from a bug...
 
 
 def far(ratio: float, limit: float) -> bool:
     return abs(math.log(max(ratio, 1e-9))) > math.log(1 + limit)
+
+
+def farther_end(ratio: Interval) -> float:
+    """The end of a ratio's interval farther from no change: the biggest change it
+    cannot rule out."""
+    return max((ratio.low, ratio.high), key=lambda x: abs(math.log(max(x, 1e-9))))
+
+
+def reaches_past_wide(ratio: Interval) -> bool:
+    """Whether the interval cannot rule out a change past ± `WIDE`: too wide to call
+    physics. The end, not the half-width, decides: -12% ± 12% holds no change, yet
+    reaches -24%, and a typed tree-budget change of -12% was called physics on it.
+    Read as the operator reads a change, in percent: [-15%, +15%] is within."""
+    return ratio.low < 1 - WIDE or ratio.high > 1 + WIDE
 
 
 def beyond_limit(prompt: float, output: int, limit: int | None) -> str | None:

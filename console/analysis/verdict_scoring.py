@@ -100,6 +100,8 @@ class Trial:
             "paired": j.get("paired"),
             "before": j.get("baseline"), "after": j.get("observed"),
             "baseline_check": (j.get("baseline_check") or {}).get("ratio"),
+            # a `set --baseline` trial's table: its rows, the order it used, its notes
+            **{k: j[k] for k in ("rows", "order", "notes") if k in j},
         }  # fmt: skip
 
 

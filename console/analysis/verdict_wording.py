@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
-from console.analysis.verdict_records import MATTERS, WIDE, FactorRange, Judgement, Observed, far
+from console.analysis.verdict_records import (
+    MATTERS,
+    FactorRange,
+    Judgement,
+    Observed,
+    far,
+    reaches_past_wide,
+)
 
 
 def change(j: Judgement) -> str:
@@ -43,7 +50,7 @@ def headline(j: Judgement, matters: float = MATTERS) -> str:
         if f is not None:
             parts.append(f"{name} {f.times()}{factor_state(f)}")
     wide = ""
-    if residual.ratio.rel_half_width > WIDE:  # physics because the factors explain far more
+    if reaches_past_wide(residual.ratio):  # physics because the factors explain far more
         wide = " (too wide to rule out a smaller bug; the factors explain far more than it)"
     return f"Physics: {change(j)} = {' and '.join(parts)}; residual {residual.text()}{wide}."
 

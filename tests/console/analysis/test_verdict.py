@@ -266,3 +266,25 @@ def test_a_factor_that_moved_a_little_is_small_not_unmoved() -> None:
     assert factor_state(FactorRange("text", Interval(0.97, 0.91, 1.02))) == " (did not move)"
     assert factor_state(FactorRange("text", Interval(1.78, 1.75, 1.81))) == " (moved)"
     assert factor_state(FactorRange("text", Interval(1.0, 1.0, 1.0), exact="same text")) == ""
+
+
+def test_a_residual_that_holds_no_change_but_reaches_past_15_percent_is_not_physics() -> None:
+    """-12% ± 12% holds no change and is under ± 15% wide, yet reaches -23%: a typed
+    tree-budget change (-12% tok/s, the drafter's acceptance fell) was called physics on
+    it. The interval's farther end decides, unless the factors explain far more."""
+    from console.analysis.intervals import Interval
+    from console.analysis.verdict import _outcome
+    from console.analysis.verdict_records import FactorRange
+
+    context = FactorRange("context", Interval(1.0, 1.0, 1.0), exact="same mid-decode context")
+    text = FactorRange("text", Interval(1.0, 1.0, 1.0), exact="same text")
+    reaching = FactorRange("residual", Interval(0.88, 0.77, 1.005))
+    assert reaching.ratio.rel_half_width < 0.15
+    outcome, reasons = _outcome([], (context, text, reaching))
+    assert outcome == "not enough evidence"
+    assert "could be -23%: too wide to tell physics from a bug" in reasons[0]
+    narrow = FactorRange("residual", Interval(0.99, 0.90, 1.09))
+    assert _outcome([], (context, text, narrow))[0] == "physics"
+    # a context factor that explains far more than the residual could: physics still
+    grown = FactorRange("context", Interval(0.33, 0.31, 0.35))
+    assert _outcome([], (grown, text, reaching))[0] == "physics"

@@ -153,6 +153,23 @@ def test_set_baseline_is_read_the_way_an_operator_reads_its_table() -> None:
     assert outcome == "not enough evidence" and "code 256 too wide to tell" in headline
 
 
+def test_a_baseline_trials_table_is_kept_in_its_json() -> None:
+    """A wrong `set --baseline` answer can be read back from `--save`: its rows, the order
+    it used and its notes (only the headline was kept, and a miss could not be told
+    from a slow spell or a rule)."""
+    from console.analysis.verdict_scoring import Trial
+
+    rows = [{"text_type": "code", "context": 256, "moved": "too wide to tell"}]
+    detail = {"rows": rows, "order": "A-B repeated", "notes": ["read again"]}
+    trial = Trial("round-delay", 0, "not physics", "not enough evidence", -0.18, "Not enough",
+                  detail, "baseline-ab")  # fmt: skip
+    saved = trial.as_dict()
+    assert saved["rows"] == rows and saved["order"] == "A-B repeated"
+    assert saved["notes"] == ["read again"]
+    typed = Trial("null", 0, "physics", "physics", 0.0, "Physics", {"factors": []}, "typed")
+    assert "rows" not in typed.as_dict()
+
+
 def test_the_round_delay_is_a_share_of_each_rounds_compute_and_its_effect_is_known() -> None:
     from console.experiments.verdict_scenarios import SCENARIOS, SLOWER
 
