@@ -118,7 +118,7 @@ def test_a_same_point_interval_too_wide_to_rule_out_a_change_is_not_physics_eith
     assert not tok.finding and tok.moved.ratio.rel_half_width > 0.15
     verdict = judge_same_point(paired)
     assert verdict.outcome == "not enough evidence" and "too wide" in verdict.headline
-    assert factor_sentence(verdict).startswith("too wide to tell (tok/s could be -")
+    assert factor_sentence(verdict).startswith("too wide to tell (tok/s ± ")
     # most of the width is the drift, so the advice is one comparison, not more rounds
     assert "host's drift between blocks (± 26%)" in verdict.headline
     assert "more rounds of the same passages" not in verdict.headline
@@ -131,26 +131,6 @@ def test_a_same_point_interval_too_wide_to_rule_out_a_change_is_not_physics_eith
     # the same change with a small drift is named: step time
     calm = paired_figures(before, after, drift=dataclasses.replace(drift, shift_sd=0.01))
     assert judge_same_point(calm).factor == "step time"
-
-
-def test_a_same_point_interval_that_holds_no_change_but_reaches_past_15_percent_is_not_physics():
-    # 12% slower step time, drift of a calm host: -10% ± 13% holds no change, and its
-    # half-width is under 15%, yet it reaches -22%: "physics: within noise" was a guess
-    before = requests({"easy": 3, "hard": 3}, noise=0.03, seed=13)
-    after = requests({"easy": 3, "hard": 3}, noise=0.03, slower=1.12, seed=14)
-    drift = Drift(shift_sd=0.05, order="A-B", source="calibrated", measured=True)
-    tok = paired_figures(before, after, drift=drift).figure("decode_tok_s").moved
-    assert tok.within_noise and tok.ratio.rel_half_width < 0.15 and tok.ratio.low < 0.8
-    verdict = judge_same_point(paired_figures(before, after, drift=drift))
-    assert verdict.outcome == "not enough evidence", verdict.headline
-    assert f"could be {tok.ratio.low - 1:+.0%}: too wide" in verdict.headline
-    assert factor_sentence(verdict) == f"too wide to tell (tok/s could be {tok.ratio.low - 1:+.0%})"
-    # the same change on a host that drifts less is named
-    calm = paired_figures(before, after, drift=dataclasses.replace(drift, shift_sd=0.01))
-    assert judge_same_point(calm).factor == "step time"
-    # no change, measured as narrowly: physics, within noise
-    same = requests({"easy": 3, "hard": 3}, noise=0.03, seed=15)
-    assert judge_same_point(paired_figures(before, same, drift=drift)).outcome == "physics"
 
 
 def test_an_acceptance_change_is_exact_and_named() -> None:

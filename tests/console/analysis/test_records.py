@@ -97,7 +97,7 @@ def test_an_unchanged_baseline_is_within_noise_and_names_no_factor() -> None:
     wide = [100.0 + 3 * (r - 100.0) for r in rates]
     (row,) = baseline_comparison(_baseline(wide, 4.0), _baseline(list(reversed(wide)), 4.0))
     assert not row.decode_tok_s.finding and row.factors == []
-    assert row.moved.startswith("too wide to tell (tok/s could be ")
+    assert row.moved.startswith("too wide to tell (tok/s ± ")
 
 
 def test_a_flag_typed_as_text_hashes_as_the_value_the_config_holds() -> None:
