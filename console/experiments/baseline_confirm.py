@@ -5,10 +5,7 @@ time that moved beyond timing noise alone across a restart (whether the drift te
 it a finding or leaves it too wide to tell) is exactly what a slow spell of the host
 fakes (on this kind of shared host now and then a block runs 30-45% slower for tens of
 seconds, every process alike). So it is read again (`confirm`): back to A for one more
-block of A, then B again for one more block of B. Each side then has two blocks. Where
-the host's measured restart is cheap, a first reading too wide to tell on every row is
-read again the same way: a spell inside one block widens that block's own timing noise
-until the step time no longer stands out of it (`worth_reading_again`).
+block of A, then B again for one more block of B. Each side then has two blocks.
 
 Two blocks of one side that disagree beyond the host's calm drift (the calibration's
 estimate without its spell blocks) and their own timing noise are a spell in one of
@@ -94,18 +91,6 @@ def odd_one_out(blocks: Sequence[Sequence[RequestSample]], calm_sd: float) -> in
     return None
 
 
-def worth_reading_again(rows: Sequence[BaselineRow], noise: NoiseProfile | None) -> bool:
-    """Whether a comparison across a restart is read again before it is reported: a step
-    time that moved beyond timing noise alone (what a slow spell fakes), always; every
-    row too wide to tell, where the host's measured restart is cheap. The second is
-    also a spell's shape: one inside a block widens that block's own timing noise, so
-    the step time no longer stands out of it (a -18% round slowdown on a calm host read
-    'too wide to tell' on every row from one block a side)."""
-    if rests_on_step_time(rows):
-        return True
-    return too_wide(rows) and noise is not None and noise.cheap_restart
-
-
 def too_wide(rows: Sequence[BaselineRow]) -> bool:
     """No row is a finding and some row's own verdict is that it cannot tell."""
     found = any(r.decode_tok_s.finding or r.commit_len.finding or r.step_time_s.finding
@@ -128,9 +113,8 @@ async def confirm(
 ) -> None:
     """Read the finding again, in place on `done`: its rows, drift, blocks and notes."""
     first = done.rows
-    why = ("step time moved at unchanged commit across a restart" if rests_on_step_time(first)
-           else "every row too wide to tell across a restart, which is cheap here")  # fmt: skip
-    session.note(f"{why}: measuring both sides again before reporting anything ...")
+    session.note("step time moved at unchanged commit across a restart: measuring both "
+                 "sides again before reporting anything ...")  # fmt: skip
     a_first = [*done.before.samples, *(done.before_again.samples if done.before_again else [])]
     rounds = rounds_by_point(done.after)
 
@@ -239,7 +223,7 @@ def _judge_again(
     pooled = {side: [s for b in blocks for s in b] for side, blocks in sides.items()}
     done.rows = compare_samples(pooled["before"], pooled["after"], drift=done.drift)
     moved = "; ".join(f"{r.text_type} {r.context} step time {r.step_time_s.change_text()}"
-                      for r in first if _step_moved(r)) or "every row too wide to tell"  # fmt: skip
+                      for r in first if _step_moved(r))  # fmt: skip
     done.notes = [n for n in done.notes if not n.startswith("first reading")]
     done.notes.append(f"first reading: {moved}; measured again, the rows above pool the "
                       f"blocks kept ({blocks[0]} before, {blocks[1]} after)")  # fmt: skip
