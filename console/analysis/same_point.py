@@ -16,9 +16,9 @@ each with its paired interval (`pairing.paired_figures`, drift included):
   interval's farther end instead (`verdict_records.reaches_past_wide`); a row keeps the
   half-width because its interval is the 99% family interval over every row of the
   comparison, built to keep false alarms out, and at that level the farther end
-  overstates what is left open (the parsers side by side, +5% ± 12%, all read "too wide"
-  in a `bench verdict` run), while commit, exact here, and step time each still answer
-  for themselves.
+  overstates what is left open (the parsers side by side read "too wide to tell" on 3
+  of 4 rows in a `bench verdict` run), while commit, exact here, and step time each
+  still answer for themselves.
 A baseline before and after a flag change reads the same sentence for each point, so the
 check names the factor that is off. Pure: no I/O.
 """

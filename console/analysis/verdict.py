@@ -449,12 +449,12 @@ def _outcome(
     ):
         return "not physics", []
     if reaches_past_wide(r):
-        reach = abs(math.log(farther_end(r)))
+        end = farther_end(r)
         explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
-        if r.contains(1.0) and explained >= BIG * reach:
+        if r.contains(1.0) and explained >= BIG * abs(math.log(end)):
             return "physics", []
-        wide = (f"the residual, {residual.text()}, could be {farther_end(r) - 1:+.0%}: too "
-                "wide to tell physics from a bug")  # fmt: skip
+        wide = (f"the residual, {residual.text()}, could be {end - 1:+.0%}: too wide to tell "
+                "physics from a bug")  # fmt: skip
         if drift >= 0.5 * math.log1p(r.rel_half_width):
             return "not enough evidence", [
                 f"{wide}; "

@@ -46,7 +46,7 @@ def farther_end(ratio: Interval) -> float:
 def reaches_past_wide(ratio: Interval) -> bool:
     """Whether the interval cannot rule out a change past ± `WIDE`: too wide to call
     physics. The end, not the half-width, decides: -12% ± 12% holds no change, yet
-    reaches -24%, and a typed tree-budget change of -12% was called physics on it.
+    reaches about -23%, and a typed tree-budget change of -12% was called physics on it.
     Read as the operator reads a change, in percent: [-15%, +15%] is within."""
     return ratio.low < 1 - WIDE or ratio.high > 1 + WIDE
 
