@@ -78,14 +78,21 @@ def t99(k: int) -> float:
 
 
 def sd_beyond_noise(shifts: Sequence[float], var_noise: Sequence[float], *, widened: bool) -> float:
-    """The SD of `shifts` beyond what their own timing noise explains (RMS less the mean
-    noise variance, never below zero); with `widened`, for how few shifts measured
-    it: x t99(k) / Z99, so a 99% term on it is Student's t prediction of the next shift
-    (x3.85 from two shifts, x1.57 from five, x1.23 from ten)."""
+    """The SD of `shifts` beyond what their own timing noise explains (each shift's
+    square less its own noise variance, never below zero, then averaged); with
+    `widened`, for how few shifts measured it: x t99(k) / Z99, so a 99% term on it is
+    Student's t prediction of the next shift (x3.85 from two shifts, x1.57 from five,
+    x1.23 from ten).
+
+    Each shift answers for its own noise only: one block that a spell made noisy (its
+    requests 40% apart) would otherwise take its noise off every calm shift's drift,
+    and left the drift term at 0.0% while the blocks' own shifts read -13%."""
     if not shifts:
         return 0.0
-    noise = statistics.fmean(var_noise) if var_noise else 0.0
-    sd = math.sqrt(max(0.0, statistics.fmean(d * d for d in shifts) - noise))
+    if len(var_noise) != len(shifts):  # no noise per shift: the mean for each
+        var_noise = [statistics.fmean(var_noise) if var_noise else 0.0] * len(shifts)
+    beyond = [max(0.0, d * d - v) for d, v in zip(shifts, var_noise, strict=True)]
+    sd = math.sqrt(statistics.fmean(beyond))
     return sd * t99(len(shifts)) / Z99 if widened else sd
 
 

@@ -30,7 +30,9 @@ Across a restart (A-B, A-B-A-B), a step time that moved beyond timing noise with
 unmoved is what a slow spell of the host fakes, so it is measured again before anything
 is reported (`baseline_confirm`): back to A for one more block of it, B again for one more
 of B, a third block of a side whose two disagree; the drift term then holds the
-calibration's calm blocks and the shifts between each side's own blocks.
+calibration's calm blocks and the shifts between each side's own blocks. Where the
+measured restart is cheap, a first reading too wide to tell on every row is read again
+the same way.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from console.experiments.baseline_block import (
     rounds_by_point,
     run_baseline,
 )
-from console.experiments.baseline_confirm import confirm, rests_on_step_time
+from console.experiments.baseline_confirm import confirm, worth_reading_again
 from console.experiments.baseline_rows import (
     COMPARISON_NOTE,
     HEADERS,
@@ -228,7 +230,7 @@ async def apply_with_baseline(
         done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
                                drift=drift)  # fmt: skip
     done.drift, done.calibrated = drift, calibrated
-    if chosen != "side-by-side" and rests_on_step_time(done.rows):
+    if chosen != "side-by-side" and worth_reading_again(done.rows, noise):
         await confirm(session, service, plan, points, done, timeout=timeout, target=target,
                       noise=noise)  # fmt: skip
     if calibrated:
