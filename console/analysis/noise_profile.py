@@ -224,14 +224,15 @@ class NoiseProfile:
         """The blocks (0 = the first) that ran apart from the rest: a slow spell of the
         host. A block's offset is its step time against the first block's (the shifts
         summed); one more than 3 robust SDs (1.4826 x MAD) and 3 of its own timing noise
-        from the blocks' median is a spell, when at most a third of the blocks are."""
+        *slower* than the blocks' median is a spell, when at most a third of the blocks
+        are. A block that ran faster is the host's own drift, and stays in it."""
         offsets = self.block_offsets()
         if len(offsets) < 4:
             return ()
         middle = statistics.median(offsets)
         mad = 1.4826 * statistics.median(abs(o - middle) for o in offsets)
         noise = math.sqrt(statistics.fmean(self.shift_var_noise)) if self.shift_var_noise else 0.0
-        out = tuple(i for i, o in enumerate(offsets) if abs(o - middle) > 3 * max(mad, noise))
+        out = tuple(i for i, o in enumerate(offsets) if o - middle > 3 * max(mad, noise))
         return out if len(out) <= len(offsets) // 3 else ()
 
     def calm(self) -> NoiseProfile:

@@ -13,8 +13,8 @@ until the step time no longer stands out of it (`worth_reading_again`).
 Two blocks of one side that disagree beyond the host's calm drift (the calibration's
 estimate without its spell blocks) and their own timing noise are a spell in one of
 them, or a drift too big to tell: that side gets a third block, and a block that
-disagrees with the other two while they agree is left out (median of three; the note
-names it and its shift). Otherwise every block stays in. The comparison pools each
+ran slower than the other two while they agree is left out (the note names it and its
+shift); one that ran faster is the host's drift and stays in. Otherwise every block stays in. The comparison pools each
 side's kept blocks, and the shifts between them join the calibration's calm ones in the
 drift term ("A-B twice"), so what is left of a spell shows as a wider interval, never as
 a finding.
@@ -88,15 +88,22 @@ MAX_BLOCKS = 4  # blocks a side at most while every row is still too wide to tel
 
 
 def odd_one_out(blocks: Sequence[Sequence[RequestSample]], calm_sd: float) -> int | None:
-    """Of three blocks or more of one configuration, the one that disagrees with every
-    other while they all agree with each other; None when there is no such block."""
+    """Of three blocks or more of one configuration, the one that ran slower than every
+    other while they all agree with each other; None when there is no such block.
+
+    Only a slower one: a spell slows the host. A block that ran faster than two that
+    agree is the host's drift showing, and leaving it out would hide the drift the
+    comparison must carry (a parser change's two after blocks read 8% faster than the
+    before side's, whose one block that agreed with them had been left out as a spell:
+    `step -8% [-14%…-2%]`, a false alarm)."""
     if len(blocks) < 3:
         return None
-    for i in range(len(blocks)):
+    for i, block in enumerate(blocks):
         others = [b for j, b in enumerate(blocks) if j != i]
-        if all(agree(x, y, calm_sd) for x, y in itertools.combinations(others, 2)) and not any(
-            agree(blocks[i], o, calm_sd) for o in others
-        ):
+        alike = all(agree(x, y, calm_sd) for x, y in itertools.combinations(others, 2))
+        apart = not any(agree(block, o, calm_sd) for o in others)
+        slower = all((d := block_shift(o, block)) is None or d[0] > 0 for o in others)
+        if alike and apart and slower:
             return i
     return None
 

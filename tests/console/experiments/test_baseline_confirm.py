@@ -13,6 +13,7 @@ All read as findings on the first reading alone, which is what the old code repo
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -188,6 +189,27 @@ def test_a_calibration_block_a_spell_hit_is_named_and_left_out_of_the_calm_drift
     assert len(calm.shifts) == 4 and calm.shift_sd < 0.02
     assert "a slow spell of the host: block 4 +3" in "\n".join(SPELLY.lines())
     assert CALM.spell_blocks == () and CALM.calm() is CALM  # nothing stands out
+    # a block that ran 35% *faster* is the host's drift, not a spell: it stays in
+    fast = dataclasses.replace(SPELLY, shifts=_offsets_to_shifts([1.0, 1.01, 0.995, 0.65,
+                                                                  1.005, 0.99]))  # fmt: skip
+    assert fast.spell_blocks == () and fast.calm() is fast and fast.shift_sd > 0.15
+
+
+@pytest.mark.asyncio
+async def test_a_block_faster_than_its_sides_other_two_is_not_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No change; the before side's first and third blocks agree 8% slower than its
+    second and than both after blocks. The old code left the second out as a spell and
+    reported the after side 8% faster (the parsers A-B false alarm in `bench verdict`);
+    a spell slows the host, so a faster block is its drift and stays in."""
+    # A, B (8% faster: moved), A again, B again; the before side's two disagree, a third A
+    calls = _scripted(monkeypatch, [1.0, 0.92, 0.92, 0.92, 1.0])
+    done = await _apply("A-B", FakeService())
+    assert len(calls) == 5, done.notes
+    assert not [n for n in done.notes if n.startswith("left out")], done.notes
+    (row,) = done.rows
+    assert row.verdict is not None and row.verdict.outcome != "not physics", row.verdict.text()
 
 
 @pytest.mark.asyncio
