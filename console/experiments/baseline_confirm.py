@@ -12,12 +12,12 @@ until the step time no longer stands out of it (`worth_reading_again`).
 
 Two blocks of one side that disagree beyond the host's calm drift (the calibration's
 estimate without its spell blocks) and their own timing noise are a spell in one of
-them, or a drift too big to tell: that side gets a third block, and a block that
-ran slower than the other two while they agree is left out (the note names it and its
-shift); one that ran faster is the host's drift and stays in. Otherwise every block stays in. The comparison pools each
-side's kept blocks, and the shifts between them join the calibration's calm ones in the
-drift term ("A-B twice"), so what is left of a spell shows as a wider interval, never as
-a finding.
+them, or a drift too big to tell: that side gets a third block, and a block that ran
+slower than the other two while they agree is left out (the note names it and its
+shift); one that ran faster is the host's drift and stays in. Otherwise every block
+stays in. The comparison pools each side's kept blocks, and the shifts between them
+join the calibration's calm ones in the drift term ("A-B twice"), so what is left of a
+spell shows as a wider interval, never as a finding.
 
 On a drifty host (a shared VM whose blocks shift 5-15% with unchanged flags) two blocks
 a side can still leave every row too wide to tell a 25-40% step-time regression from
@@ -85,6 +85,11 @@ def agree(a: Sequence[RequestSample], b: Sequence[RequestSample], calm_sd: float
 
 
 MAX_BLOCKS = 4  # blocks a side at most while every row is still too wide to tell
+NOT_CHEAP = ("still too wide to tell: more blocks of each side would narrow the drift term, "
+             "but this host's restart is not measured cheap (`specconsole calibrate`); side "
+             "by side cancels it")  # fmt: skip
+REPLICATED = ("read once more: a finding that only a second look showed stands only if one "
+              "more block of each side keeps it")  # fmt: skip
 
 
 def odd_one_out(blocks: Sequence[Sequence[RequestSample]], calm_sd: float) -> int | None:
@@ -201,11 +206,11 @@ async def confirm(
         why, replicate = step
         unconfirmed = unconfirmed and not replicate
         if noise is None or not noise.cheap_restart:
-            done.notes.append("still too wide to tell: more blocks of each side would narrow "
-                              "the drift term, but this host's restart is not measured cheap "
-                              "(`specconsole calibrate`); side by side cancels it")  # fmt: skip
+            done.notes.append(NOT_CHEAP)
             return
         session.note(f"{why}: one more block of each side ...")
+        if replicate:
+            done.notes.append(REPLICATED)
         a_block = await read_a()
         if a_block is None:
             return

@@ -315,6 +315,7 @@ async def test_a_finding_only_a_second_look_shows_stands_only_if_a_third_keeps_i
     calls = _scripted(monkeypatch, [1.0, 1.15, 1.0, 1.15, 1.0, 1.15] + [1.0, 1.15], noisy={1: 0.4})
     done = await _apply("A-B", FakeService())
     assert len(calls) >= 6, done.notes
+    assert any(n.startswith("read once more") for n in done.notes), done.notes
     (row,) = done.rows
     assert row.step_time_s.finding and row.verdict is not None
     assert row.verdict.outcome == "not physics", row.verdict.text()
