@@ -76,6 +76,20 @@ async def _apply(order: str, service: FakeService) -> baseline.BaselineApply:
                                      order=order, noise=CALM)  # fmt: skip
 
 
+def _outcome(done: baseline.BaselineApply) -> str:
+    """The verdict on the one row these comparisons have."""
+    (row,) = done.rows
+    assert row.verdict is not None
+    return row.verdict.outcome
+
+
+async def _apply_with_a_slow_restart(shifts: tuple[float, ...]) -> baseline.BaselineApply:
+    """A-B on a host with these calibrated shifts whose restart takes ten minutes."""
+    slow = NoiseProfile("gpu1", "sglang", "abc", (), shifts, (600.0,))
+    return await apply_with_baseline(FakeService(), object(), timeout=60, baseline=PLAN,
+                                     order="A-B", noise=slow)  # fmt: skip
+
+
 # Block speeds in call order. A-B: A, B, then (confirming) A, B, and a third B where the
 # after side's two disagree. A-B-A-B: A's first half, B, A's second half, then the same.
 SPELL_IN_B = {"A-B": [1.0, 1.35, 1.0, 1.0, 1.0], "A-B-A-B": [1.0, 1.35, 1.0, 1.0, 1.0, 1.0]}
@@ -258,14 +272,11 @@ async def test_on_a_drifty_host_more_blocks_of_each_side_decide_a_real_regressio
 async def test_a_slow_restart_is_not_repeated_and_says_what_would_narrow_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    slow = NoiseProfile("vm", "builtin", "abc", (), DRIFTY.shifts, (600.0,))
     calls = _scripted(monkeypatch, DRIFTY_REGRESSION)
-    done = await apply_with_baseline(FakeService(), object(), timeout=60, baseline=PLAN,
-                                     order="A-B", noise=slow)  # fmt: skip
+    done = await _apply_with_a_slow_restart(DRIFTY.shifts)
     assert len(calls) == 4  # A, B, then A and B once more: no third pair of restarts
     assert any("not measured cheap" in n for n in done.notes), done.notes
-    (row,) = done.rows
-    assert row.verdict is not None and row.verdict.outcome == "not enough evidence"
+    assert _outcome(done) == "not enough evidence"
 
 
 @pytest.mark.asyncio
@@ -287,12 +298,9 @@ async def test_a_first_reading_too_wide_on_every_row_is_read_again_where_a_resta
     assert first and first[0].startswith("first reading: every row too wide to tell")
     # where the restart is not measured cheap, the first reading is what is reported
     calls = _scripted(monkeypatch, REGRESSION["A-B"], noisy={1: 0.4})
-    slow = NoiseProfile("gpu1", "sglang", "abc", (), CALM.shifts, (600.0,))
-    done = await apply_with_baseline(FakeService(), object(), timeout=60, baseline=PLAN,
-                                     order="A-B", noise=slow)  # fmt: skip
+    done = await _apply_with_a_slow_restart(CALM.shifts)
     assert len(calls) == 2 and not done.again
-    (row,) = done.rows
-    assert row.verdict is not None and row.verdict.outcome == "not enough evidence"
+    assert _outcome(done) == "not enough evidence"
 
 
 @pytest.mark.asyncio
