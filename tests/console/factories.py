@@ -4,6 +4,7 @@ the host profile of a bundled engine that a test starts for real."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,19 @@ def run_info(host: str = "gpu1", method: str = "context-sweep", **changes: Any) 
     }
     values.update(changes)
     return RunInfo(**values)
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    """`specconsole ARGS` started as a subprocess, output piped, that a test may Ctrl-C.
+
+    Its SIGINT is set back to the default first: a shell that starts the suite in the
+    background (`pytest &`) hands its children SIGINT ignored, and then a Ctrl-C test
+    reads a run that went on to the end (exit 0) instead of the 130 it checks."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "console.cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

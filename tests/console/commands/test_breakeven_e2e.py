@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from console.config import save_profile
-from tests.console.factories import builtin_profile
+from tests.console.factories import builtin_profile, start_cli
 from tests.console.factories import run_cli as _cli
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
@@ -87,11 +84,8 @@ def test_breakeven_rows_hold_and_the_flags_come_back(host: str) -> None:
     assert all(s["commit_len"] == 1.0 for s in ar)  # one token a step without speculation
 
     # Ctrl-C while speculation is off: the flags still come back, the run is incomplete.
-    interrupted = subprocess.Popen(
-        [sys.executable, "-m", "console.cli", "breakeven", host, "--contexts", "32",
-         "--output", "16", "--repeat", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+    interrupted = start_cli("breakeven", host, "--contexts", "32", "--output", "16",
+                            "--repeat", "3")  # fmt: skip
     assert interrupted.stderr is not None
     seen = ""
     while "measuring with speculation off" not in seen:

@@ -24,7 +24,7 @@ from console.measure.session import MeasureSession
 from console.service import EngineService
 from console.store import RunStore
 from tests.console.conftest import engine_service, ssh_profile_for
-from tests.console.factories import builtin_profile
+from tests.console.factories import builtin_profile, start_cli
 from tests.console.factories import run_cli as _cli
 from tests.console.sshd_restart import RestartableSSHD
 
@@ -117,11 +117,8 @@ def test_ctrl_c_mid_sweep_keeps_every_sample_and_marks_the_run_incomplete(
     local_host: str, _isolated_data: Path
 ) -> None:
     assert _cli("start", local_host, "--wait").returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "console.cli", "sweep", local_host, "--contexts", "64,128,256",
-         "--output", "32", "--repeat", "50"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+    proc = start_cli("sweep", local_host, "--contexts", "64,128,256", "--output", "32",
+                     "--repeat", "50")  # fmt: skip
     db = _isolated_data / "history.sqlite"
     deadline = time.monotonic() + 120
     seen = None

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -30,7 +28,7 @@ from console.measure.live import RECONNECTED, LiveSeries, is_link_sample
 from console.measure.live_samples import sample_from_log_line
 from console.service import EngineService
 from tests.console.conftest import engine_service, ssh_profile_for
-from tests.console.factories import builtin_profile
+from tests.console.factories import builtin_profile, start_cli
 from tests.console.sshd_restart import RestartableSSHD
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
@@ -47,10 +45,7 @@ class Proc:
     """A `specconsole` subprocess whose stdout and stderr lines are collected as they come."""
 
     def __init__(self, *args: str) -> None:
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-        )  # fmt: skip
+        self.popen = start_cli(*args)
         self.out: list[str] = []
         self.err: list[str] = []
         self._threads = [
