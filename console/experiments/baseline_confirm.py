@@ -122,8 +122,7 @@ def worth_reading_again(rows: Sequence[BaselineRow], noise: NoiseProfile | None)
     'too wide to tell' on every row from one block a side)."""
     if rests_on_step_time(rows):
         return True
-    every_row = all(r.verdict is not None and r.verdict.outcome == "not enough evidence"
-                    for r in rows)  # fmt: skip
+    every_row = all(map(_cannot_tell, rows))
     return too_wide(rows) and every_row and noise is not None and noise.cheap_restart
 
 
@@ -132,12 +131,16 @@ def step_found(rows: Sequence[BaselineRow]) -> bool:
     return any(r.step_time_s.finding and not r.commit_len.finding for r in rows)
 
 
+def _cannot_tell(row: BaselineRow) -> bool:
+    """The row's own verdict is that it is too wide to tell."""
+    return row.verdict is not None and row.verdict.outcome == "not enough evidence"
+
+
 def too_wide(rows: Sequence[BaselineRow]) -> bool:
     """No row is a finding and some row's own verdict is that it cannot tell."""
     found = any(r.decode_tok_s.finding or r.commit_len.finding or r.step_time_s.finding
                 for r in rows)  # fmt: skip
-    unsure = any(r.verdict is not None and r.verdict.outcome == "not enough evidence"
-                 for r in rows)  # fmt: skip
+    unsure = any(map(_cannot_tell, rows))
     return bool(rows) and not found and unsure
 
 
