@@ -11,8 +11,16 @@ to 40 while the paired change is wide).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from console.analysis.sample_size import MAX_REPEAT, PAIRED_MAX_REPEAT, TARGET_REL, SampleTarget
 from console.errors import ConsoleError
+
+# A sweep the verdict's model is fitted from reads this many distinct passages a point:
+# the model carries the spread between passages of a text (`passage_spread`), and two
+# passages give it one degree of freedom a point. A comparison (`set --baseline`) keeps
+# the sample size's two: the same passages on both sides cancel the spread.
+MODEL_PASSAGES = 6
 
 
 def repeat_rule(
@@ -40,6 +48,18 @@ def repeat_rule(
         )
     except ValueError as exc:
         raise ConsoleError(str(exc)) from None
+
+
+def model_sweep_rule(
+    repeat: int | None, target_rel: float | None, max_repeat: int | None = None
+) -> SampleTarget:
+    """`repeat_rule` for a context sweep the verdict's model is fitted from: the default
+    target reads `MODEL_PASSAGES` passages a point (a fixed repeat reads a fresh passage
+    every time already)."""
+    rule = repeat_rule(repeat, target_rel, max_repeat)
+    if rule.passages is None:
+        return rule
+    return replace(rule, passages=max(rule.passages, MODEL_PASSAGES))
 
 
 def parse_fraction(text: str, what: str) -> float | None:

@@ -39,8 +39,11 @@ from console.analysis import verdict_wording as words
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval
 from console.analysis.noise_profile import Z95
+from console.analysis.passage_spread import passage_spread
+from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
 from console.analysis.typed_noise import noise_at
+from console.analysis.verdict_outcome import decide
 from console.analysis.verdict_records import (
     MATTERS,
     OUTCOMES,
@@ -52,8 +55,6 @@ from console.analysis.verdict_records import (
     Sweep,
     beyond_limit,
     far,
-    farther_end,
-    reaches_past_wide,
     typed_baseline,
 )
 from console.analysis.verdict_split import Split, paired, strata_everywhere, typed_only
@@ -64,11 +65,11 @@ from console.analysis.verdict_split import split as _split
 __all__ = [
     "OUTCOMES", "FactorRange", "Judgement", "Observed", "Outcome", "Reach", "Sweep",
     "TypeGuess", "guess_type", "judge", "paired", "typed_baseline", "typed_verdict",
+    "with_host_noise",
 ]  # fmt: skip
 
 RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
 LEVEL = 0.95
-BIG = 3.0  # ...unless the factors explain a change this many times its half-width
 EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
 TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type
 MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
@@ -89,11 +90,21 @@ def _prepare(sweep: Sweep, figure: Observed | None) -> Observed | None:
     return _with_noise(sweep, figure.at_decode(sweep.output_tokens()), figure.text_type)
 
 
+def with_host_noise(sweep: Sweep, figure: Observed) -> Observed:
+    """A typed figure as the verdict reads it: its prompt read with the sweep's output
+    where it has none, with this host's noise and (held out) the passage term."""
+    return _prepare(sweep, figure) or figure
+
+
 def _with_noise(sweep: Sweep, figure: Observed, kind: str | None) -> Observed:
     if figure.n < 2 and figure.noise is None and kind:  # typed, or one sample: no spread
         noise = noise_at(sweep.samples, kind, figure.context,
                          source=sweep.source, profile=sweep.noise_profile)  # fmt: skip
         figure = replace(figure, noise=noise)
+    if figure.is_typed and figure.held_out and kind and (
+            figure.passages is None or figure.passages.text_type != kind):  # fmt: skip
+        timing = figure.noise.sigma if figure.noise is not None else 0.0
+        figure = replace(figure, passages=passage_spread(sweep.fitted, kind, timing))
     return figure
 
 
@@ -176,10 +187,6 @@ def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
     return reasons
 
 
-def _far_limit(ratio: float, limit: float) -> bool:
-    return far(ratio, limit)
-
-
 # -- the verdict -------------------------------------------------------------------------
 
 
@@ -242,6 +249,15 @@ def judge(
                   f"(no calibration, and no sweep point with {MIN_PER_POINT}+ requests near "
                   f"{bare[0].where()}); this sweep measures it")  # fmt: skip
         return _refuse(base, [reason], sweep, [Reach.of(f) for f in bare],
+                       kinds or sorted(model.commit), again=True)  # fmt: skip
+    spreadless = [f for f in figures
+                  if f.is_typed and f.held_out and f.text_type and f.passages is None]  # fmt: skip
+    if spreadless:
+        f = spreadless[0]
+        reason = (f"{f.tok_s:.1f} tok/s was measured on your own prompts, and the sweep read "
+                  f"one passage a point of {f.text_type}, so how far passages differ is not "
+                  "measured; this sweep reads several")  # fmt: skip
+        return _refuse(base, [reason], sweep, [Reach.of(f) for f in figures],
                        kinds or sorted(model.commit), again=True)  # fmt: skip
     return _judge_fitted(base, sweep, model, observed, baseline, seed, resamples)
 
@@ -392,6 +408,8 @@ def _one(
     if by_passage:
         lines.append("paired by passage: the figures read the sweep's passages, so intervals "
                      "resample timing within each passage")  # fmt: skip
+    elif words.held_out(observed, baseline):
+        lines.append(words.held_out_line(observed, baseline))
     elif sweep_by_passage and strata_everywhere(sweep):
         lines.append("typed figures are read as figures of the sweep's own prompts: the "
                      "sweep is resampled within each of its passages (figures from other "
@@ -411,62 +429,17 @@ def _one(
                              "context and text explain", exact)  # fmt: skip
         lines.append(f"commit residual: {commit.text()} ({commit.detail})")
     drift = Z95 * math.hypot(observed.drift_log_sd, baseline.drift_log_sd if baseline else 0.0)
-    outcome, reasons = _outcome(_hard_gaps(sweep, check), factors, commit, drift)
+    passages = Z95 * math.hypot(observed.passage_log_sd(),
+                                baseline.passage_log_sd() if baseline else 0.0)  # fmt: skip
+    plan = SettlePlan.for_figures(sweep.host, observed, baseline, sweep.context_limit)
+    outcome, reasons = decide(_hard_gaps(sweep, check), factors, commit, drift,
+                                passages, plan.command() if plan else None)  # fmt: skip
+    settle = plan if outcome == "not enough evidence" and passages > 0 else None
     j = replace(base, outcome=outcome, text_type=text, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
-                reasons=tuple(reasons), commit_check=commit, paired=by_passage)  # fmt: skip
+                reasons=tuple(reasons), commit_check=commit, paired=by_passage,
+                settle=settle, offer=settle.command() if settle else base.offer)  # fmt: skip
     return replace(j, headline=words.headline(j))
-
-
-def _outcome(
-    hard: list[str],
-    factors: tuple[FactorRange, ...],
-    commit: FactorRange | None = None,
-    drift: float = 0.0,
-) -> tuple[Outcome, list[str]]:
-    """Not physics only when the residual's interval (of tok/s, or of commit length alone)
-    excludes no change and the residual is big enough to matter; physics only when the
-    interval rules out a residual past ± 15% (its farther end, not its half-width), or
-    when the factors explain a change far bigger than that end (a typed 138 -> 32 is
-    physics even where one request reads ± 20% here).
-    `drift`: the 95% half-width (log) of the host's drift between the two figures; where
-    it is most of the residual's width, the advice says so (more requests cannot narrow
-    it; one comparison that reads both sides together can)."""
-    residual = factors[2]
-    r = residual.ratio
-    if hard:
-        return "not enough evidence", hard
-    if residual.zero_width:
-        return "not enough evidence", [
-            "the residual has no interval (nothing behind either figure to resample)"
-        ]
-    if not r.contains(1.0) and far(r.value, MATTERS):
-        return "not physics", []
-    if (
-        commit is not None
-        and not commit.ratio.contains(1.0)
-        and far(commit.ratio.value, 2 * MATTERS)
-    ):
-        return "not physics", []
-    if reaches_past_wide(r):
-        end = farther_end(r)
-        explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
-        if r.contains(1.0) and explained >= BIG * abs(math.log(end)):
-            return "physics", []
-        wide = (f"the residual, {residual.text()}, could be {end - 1:+.0%}: too wide to tell "
-                "physics from a bug")  # fmt: skip
-        if drift >= 0.5 * math.log1p(r.rel_half_width):
-            return "not enough evidence", [
-                f"{wide}; "
-                f"most of it is the host's drift between two figures taken at different "
-                f"times (± {math.expm1(drift):.0%}), which more requests do not narrow: "
-                "measure both in one comparison (`set --baseline`), or calibrate again "
-                "when the host is calmer"
-            ]
-        return "not enough evidence", [
-            f"{wide}; more requests per point (repeat, --repeat) narrow it"
-        ]
-    return "physics", []
 
 
 def typed_verdict(
@@ -483,11 +456,15 @@ def typed_verdict(
     baseline_output: int | None = None,
     baseline_requests: int = 1,
     seed: int = 0,
+    held_out: bool = True,
 ) -> Judgement:
     """The verdict on typed figures ("it was 138, now it is 32"), as `diagnose --observed`
     asks it: prompt lengths as typed, outputs (the sweep's when None), and how many
-    requests each figure is the median of."""
-    observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests)
+    requests each figure is the median of; `held_out` (the default): measured on the
+    operator's own prompts, not the sweep's passages (`passage_spread`)."""
+    observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests,
+                                 held_out=held_out)  # fmt: skip
     base = typed_baseline(sweep, baseline, baseline_prompt, baseline_text,
-                          output=baseline_output, requests=baseline_requests)  # fmt: skip
+                          output=baseline_output, requests=baseline_requests,
+                          held_out=held_out)  # fmt: skip
     return judge(sweep, observed, base, seed=seed)

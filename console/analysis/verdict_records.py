@@ -22,7 +22,9 @@ from typing import Any, Literal
 from console.analysis.decompose import MOVED, FitError
 from console.analysis.intervals import ChangeInterval, Interval, passage, pool, strata, usable
 from console.analysis.noise_profile import Z95
+from console.analysis.passage_spread import PassageSpread
 from console.analysis.records import RequestSample
+from console.analysis.settle_plan import SettlePlan
 from console.analysis.typed_noise import FigureNoise, NoiseProfile
 
 Outcome = Literal["physics", "not physics", "not enough evidence"]
@@ -91,6 +93,11 @@ class Observed:
     # two runs at different points) carries its share of the host's block-to-block drift:
     # each draw is divided by a normal shift of this SD (log scale), as a typed figure's is.
     drift_sd: float = 0.0
+    # A typed figure is the operator's own traffic unless they say otherwise: measured on
+    # passages the sweep never read, so each draw also carries the passage effect
+    # (`passage_spread`), attached by the verdict. False: read as the sweep's own prompts.
+    held_out: bool = False
+    passages: PassageSpread | None = None
 
     @property
     def n(self) -> int:
@@ -124,12 +131,15 @@ class Observed:
         *,
         output: int | None = None,
         requests: int = 1,
+        held_out: bool = True,
     ) -> Observed:
         """A typed figure at a prompt length; without `output`, the sweep's (see
-        `at_decode`)."""
+        `at_decode`); `held_out`: measured on the operator's own prompts (the default),
+        not the sweep's passages."""
         context = prompt + output / 2 if output is not None else prompt
         return cls(tok_s=tok_s, context=context, text_type=text_type, prompt=prompt,
-                   output=output, typed_requests=max(1, requests))  # fmt: skip
+                   output=output, typed_requests=max(1, requests),
+                   held_out=held_out)  # fmt: skip
 
     # The TUI's and older callers' name: `context` is the prompt length the operator typed.
     @classmethod
@@ -191,8 +201,24 @@ class Observed:
             tok_s = statistics.median(t for t, _ in drawn)
             return tok_s / shift, statistics.median(c for _, c in drawn)
         if self.noise is not None:
-            return self.tok_s / self.noise.draw(rng, self.typed_requests), self.commit
+            ratio = self.noise.draw(rng, self.typed_requests)
+            if self.passages is not None:  # each typed request read a passage of its own
+                ratio *= math.exp(self.passages.draw(rng, self.typed_requests))
+            return self.tok_s / ratio, self.commit
         return self.tok_s, self.commit
+
+    def passage_log_sd(self) -> float:
+        """The SD (log) of the passage term its draws carry (0 when it has none)."""
+        p = self.passages
+        if p is None or p.df < 1:
+            return 0.0
+        k = max(1, self.typed_requests)
+        # the median of k normal draws: variance about pi / (2k) of one draw's for k > 2
+        median_share = 1.0 if k <= 2 else math.pi / (2 * k)
+        share = (1.0 / k if k == 2 else median_share) + 1.0 / max(1, p.passages)
+        # sigma drawn from sigma^2 df / chi2_df has the variance sigma^2 df / (df - 2)
+        inflate = p.df / (p.df - 2) if p.df > 2 else 3.0
+        return p.sigma * math.sqrt(share * inflate)
 
     def where(self) -> str:
         """Where it was taken, saying which context: "prompt 256 + 64 out (mid-decode
@@ -217,6 +243,8 @@ class Observed:
             "noise": self.noise.as_dict() if self.noise else None,
             "drift_sd": self.drift_sd,
             "typed_requests": self.typed_requests if self.is_typed else None,
+            "held_out": self.held_out if self.is_typed else None,
+            "passage_spread": self.passages.as_dict() if self.passages else None,
         }
 
 
@@ -290,6 +318,8 @@ class Judgement:
     sweep_requests: int = 0
     paired: bool = False  # intervals resampled within passages (see `verdict.paired`)
     offer_output: int | None = None  # the output length the offered sweep uses
+    # the measurement that settles a verdict the passage term left open (`settle_plan`)
+    settle: SettlePlan | None = None
 
     def factor(self, name: str) -> FactorRange | None:
         return next((f for f in self.factors if f.name == name), None)
@@ -318,6 +348,7 @@ class Judgement:
             "model_contexts_meaning": "mid-decode (prompt + half the output)",
             "sweep_requests": self.sweep_requests,
             "paired": self.paired,
+            "settle": self.settle.as_dict() if self.settle else None,
         }
 
     def text(self) -> str:
@@ -428,6 +459,7 @@ def typed_baseline(
     *,
     output: int | None = None,
     requests: int = 1,
+    held_out: bool = True,
 ) -> Observed | None:
     """A typed baseline figure at prompt length `context`; without one, at the shortest
     swept point (where a short-prompt baseline sits); without a text type, the observed
@@ -439,6 +471,8 @@ def typed_baseline(
         if fitted:
             low = min(fitted, key=lambda s: s.decode_context or 0)
             return Observed.typed_at(tok_s, low.context_tokens, text_type,
-                                     output=low.max_tokens, requests=requests)  # fmt: skip
+                                     output=low.max_tokens, requests=requests,
+                                     held_out=held_out)  # fmt: skip
         context = 0.0
-    return Observed.typed_at(tok_s, context, text_type, output=output, requests=requests)
+    return Observed.typed_at(tok_s, context, text_type, output=output, requests=requests,
+                             held_out=held_out)  # fmt: skip

@@ -112,10 +112,10 @@ def typed_only(observed: Observed, baseline: Observed | None) -> bool:
     return all(f.n < 2 for f in (observed, baseline) if f is not None)
 
 
-def interval(point: float, draws: list[float]) -> Interval:
+def interval(point: float, draws: list[float], level: float = LEVEL) -> Interval:
     if not draws:
         return Interval(point, point, point)
-    tail = (1 - LEVEL) / 2
+    tail = (1 - level) / 2
     lo, hi = percentile(draws, tail), percentile(draws, 1 - tail)
     return Interval(point, min(lo, point), max(hi, point))
 

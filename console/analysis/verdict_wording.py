@@ -134,3 +134,20 @@ def rests_on(o: Observed) -> str:
     if o.n == 1:
         return f"one {what}, nothing to resample"
     return f"{o.n} {what}s, resampled"
+
+
+def held_out(observed: Observed, baseline: Observed | None) -> bool:
+    """Whether a figure carries the passage term (typed, on the operator's own prompts)."""
+    return any(f is not None and f.passages is not None for f in (observed, baseline))
+
+
+def held_out_line(observed: Observed, baseline: Observed | None) -> str:
+    spreads = {f.passages.text_type: f.passages for f in (observed, baseline)
+               if f is not None and f.passages is not None}  # fmt: skip
+    said = "; ".join(p.text() for p in spreads.values())
+    return (
+        "typed figures are read as your own traffic, on passages the sweep never read: "
+        f"every interval holds the spread between passages of a text ({said}), which "
+        "more requests at one point do not remove; the sweep is resampled within its "
+        "passages (--passages sweep reads the figures as the sweep's own prompts)"
+    )

@@ -18,9 +18,12 @@ from typing import Any
 
 from console.analysis.decompose import FitError, fit
 from console.analysis.live_window import LiveWindow, explain_live, live_window
+from console.analysis.repeat_rule import model_sweep_rule
+from console.analysis.settle_plan import SettlePlan, TypedFigure
 from console.analysis.verdict import Judgement, Sweep, typed_baseline, typed_verdict
 from console.analysis.verdict_records import MIN_PROMPT, beyond_limit
 from console.commands.base import HostCommand, common_options, err, measure_session, with_service
+from console.experiments.settle import settle
 from console.experiments.typed_noise_source import calibration_profile
 from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
@@ -79,7 +82,11 @@ async def sweep_for(
     err(f"  no stored sweep for these flags; sweeping prompts {contexts} ({output} tokens out) "
         f"on {', '.join(needed)}")  # fmt: skip
     result = await methods.context_sweep(
-        session, contexts=contexts, output_tokens=output, text_types=needed, repeat=3
+        session,
+        contexts=contexts,
+        output_tokens=output,
+        text_types=needed,
+        target=model_sweep_rule(None, None),
     )
     source = f"new sweep run {result.run_id}"
     return Sweep(tuple(result.samples), host, limit, source, profile), source
@@ -113,6 +120,8 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
             live = await stored_live_window(session.store, service.profile.name, args.window)
         elif args.context is None:
             raise MeasureError("Pass --context (the prompt length, in tokens, of the figure).")
+        if args.settle:
+            return await run_settle(session, args)
         # With live figures the text is inferred unless given; these are only what the
         # sweep must cover.
         text = args.text or "prose"
@@ -150,7 +159,42 @@ def typed_or_live_verdict(
         requests=args.observed_requests, baseline=args.baseline,
         baseline_prompt=args.baseline_context, baseline_text=args.baseline_text,
         baseline_output=args.baseline_output, baseline_requests=args.baseline_requests,
+        held_out=args.passages == "own",
     )  # fmt: skip
+
+
+def settle_plan(args: argparse.Namespace, host: str) -> SettlePlan:
+    """The settling plan for the typed figures as the options give them."""
+    text = args.text or "prose"
+    output = args.output or SWEEP_OUTPUT
+    observed = TypedFigure(args.observed, round(args.context), text, output,
+                           args.observed_requests)  # fmt: skip
+    baseline = None
+    if args.baseline is not None:
+        if args.baseline_context is None:
+            raise MeasureError("--settle measures both points: pass --baseline-context too.")
+        baseline = TypedFigure(args.baseline, round(args.baseline_context),
+                               args.baseline_text or text, args.baseline_output or output,
+                               args.baseline_requests)  # fmt: skip
+    return SettlePlan(host, observed, baseline)
+
+
+async def run_settle(session: MeasureSession, args: argparse.Namespace) -> int:
+    """`diagnose --settle`: both typed points measured on the same passages, judged."""
+    facts = await session.facts()
+    plan = settle_plan(args, session.service.profile.name)
+    for prompt in plan.prompts:
+        session.check_fits(facts, prompt, plan.output)
+    profile = await calibration_profile(session.store, plan.host, facts.flags_hash)
+    kinds = ", ".join(plan.text_types)
+    err(f"  settling: prompts {list(plan.prompts)} x {kinds} on {plan.passages} passages, "
+        f"{plan.reads} reads each ({plan.requests()} requests)")  # fmt: skip
+    settled = await settle(session, plan, profile=profile, limit=facts.context_limit)
+    if args.json:
+        print(json.dumps(settled.as_dict(), indent=2))
+    else:
+        print(settled.text())
+    return 0
 
 
 def print_verdict(
@@ -235,5 +279,15 @@ def register(host_command: HostCommand) -> None:
     p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
     p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
     p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
+    p.add_argument(
+        "--passages", choices=("own", "sweep"), default="own",
+        help="what the typed figures were measured on: your own prompts (default: the "
+        "spread between passages is in every interval) or the sweep's own passages",
+    )  # fmt: skip
+    p.add_argument(
+        "--settle", action="store_true",
+        help="measure both typed points on the same passages and judge them (the "
+        "measurement a verdict left open by the passage spread offers)",
+    )  # fmt: skip
     common_options(p, repeat=2)
     p.set_defaults(func=cmd_diagnose)

@@ -16,7 +16,7 @@ from typing import Any
 from console.analysis import format as fmt
 from console.analysis.decompose import ThroughputModel
 from console.analysis.records import RequestSample
-from console.analysis.repeat_rule import repeat_rule
+from console.analysis.repeat_rule import model_sweep_rule, repeat_rule
 from console.analysis.round_curve import sample_curve
 from console.analysis.sample_size import MAX_REPEAT, PAIRED_MAX_REPEAT, TARGET_REL, SampleTarget
 from console.analysis.stats import PointSummary, Spread, spread
@@ -69,6 +69,12 @@ def print_points(points: list[PointSummary]) -> None:
         "time), [95% bootstrap interval]; per request: median [lowest-highest]; flagged "
         "requests are not in the figures)"
     )
+
+
+def sweep_target(args: argparse.Namespace) -> SampleTarget:
+    """A context sweep's repeat rule: `sample_target`'s, reading `MODEL_PASSAGES`
+    passages a point where it repeats to a target (the model's passage spread)."""
+    return model_sweep_rule(args.repeat, args.target_rel, args.max_repeat)
 
 
 def sample_target(args: argparse.Namespace, *, default_min: int = 3) -> SampleTarget:
@@ -136,7 +142,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
             result = await methods.probe(
                 session, text_type=args.text_type, context=args.context, text=args.text,
                 max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, stream=args.stream,
-                repeat=args.repeat, tick=tick,
+                repeat=args.repeat, tick=tick, first_passage=args.first_passage,
             )  # fmt: skip
         curves = [sample_curve(s) for s in result.samples]
         if args.json:
@@ -158,7 +164,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
 
 async def cmd_sweep(args: argparse.Namespace) -> int:
     types = args.text or ["code"]
-    target = sample_target(args) if not args.outputs else None
+    target = sweep_target(args) if not args.outputs else None
 
     async def body(service: EngineService) -> int:
         session = measure_session(service, args)
@@ -339,6 +345,11 @@ def _register_prompt(host_command: HostCommand) -> None:
                    help="always produce --max-tokens tokens (default; --no-ignore-eos "
                         "lets the model stop at EOS)")  # fmt: skip
     p.add_argument("--stream", action="store_true", help="stream the response (client timing too)")
+    p.add_argument(
+        "--first-passage", type=int, default=0, metavar="N",
+        help="the library window the first repeat reads (default 0; a sweep reads windows "
+        "0-5, so 20 reads passages no sweep read)",
+    )  # fmt: skip
     common_options(p, repeat=1)
     p.set_defaults(func=cmd_prompt)
 

@@ -82,8 +82,10 @@ def typed_trial(
     *,
     seed: int,
 ) -> Trial:
-    """What `diagnose --observed B --context .. --baseline A --baseline-context ..` says
-    when the operator types the two sides' figures."""
+    """What `diagnose --observed B --context .. --baseline A --baseline-context ..
+    --passages sweep` says when the operator types the two sides' figures: the bench
+    measures both sides on the sweep's own passages, so it says so (the default reads
+    typed figures as the operator's own traffic, held out from the sweep)."""
     started = time.monotonic()
     b, a = usable(before), usable(after)
     effect = effect_of(before, after)
@@ -94,7 +96,7 @@ def typed_trial(
         output=a[0].max_tokens, requests=len(a),
         baseline=pool(b).tok_s, baseline_prompt=scenario.before.context,
         baseline_text=scenario.before.text_type, baseline_output=b[0].max_tokens,
-        baseline_requests=len(b), seed=seed,
+        baseline_requests=len(b), seed=seed, held_out=False,
     )  # fmt: skip
     return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline,
                  j.as_dict(), "typed", time.monotonic() - started)  # fmt: skip

@@ -82,8 +82,10 @@ async def probe(
     stream: bool = False,
     repeat: int = 1,
     tick: Tick | None = None,
+    first_passage: int = 0,
 ) -> MethodResult:
-    """One request (or `repeat`): a typed prompt, or `context` tokens of a text type."""
+    """One request (or `repeat`): a typed prompt, or `context` tokens of a text type, the
+    `i`-th repeat reading library window `first_passage + i`."""
     facts = await session.facts()
     if text is None:
         context = context or 256
@@ -96,6 +98,7 @@ async def probe(
         "stream": stream,
         "repeat": repeat,
         "typed": text is not None,
+        "first_passage": first_passage,
     }
     async with session.run("probe", params) as record:
         for i in range(repeat):
@@ -105,8 +108,8 @@ async def probe(
                 )
             else:
                 spec = await session.spec(
-                    text_type, context or 256, max_tokens, index=i, stream=stream,
-                    ignore_eos=ignore_eos,
+                    text_type, context or 256, max_tokens, index=first_passage + i,
+                    stream=stream, ignore_eos=ignore_eos,
                 )  # fmt: skip
             await session.measure(spec, record)
             if tick:

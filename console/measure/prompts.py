@@ -104,12 +104,17 @@ def window(ids: list[int], length: int, index: int = 0) -> list[int]:
     """The `index`-th window of exactly `length` ids, cycling through the text if short.
 
     Windows start `len(ids) // 7` ids apart (a stride coprime to small repeat counts), so
-    repeats of one point read different passages of the same type."""
+    repeats of one point read different passages of the same type; every further seven
+    move a seventh of a stride on, so 49 windows start apart before any repeats (a sweep
+    reads six passages a point, and figures held out from it read others).
+    What a window decodes is the text after its end, so windows that overlap are still
+    different passages."""
     if length <= 0:
         raise PromptError(f"A prompt needs at least one token, not {length}.")
     if not ids:
         raise PromptError("The engine tokenized the text to nothing.")
-    start = (index * max(1, len(ids) // 7)) % len(ids)
+    stride = max(1, len(ids) // 7)
+    start = ((index % 7) * stride + (index // 7 % 7) * max(1, stride // 7)) % len(ids)
     out: list[int] = []
     while len(out) < length:
         take = ids[start : start + length - len(out)]

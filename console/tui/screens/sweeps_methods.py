@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.analysis.repeat_rule import parse_fraction, repeat_rule
+from console.analysis.repeat_rule import model_sweep_rule, parse_fraction
 from console.analysis.sample_size import SampleTarget
 from console.errors import ConsoleError
 from console.experiments.method_lines import stream_check_lines, two_point_lines
@@ -45,7 +45,7 @@ def sweep_repeat(text: str, target: str = "", most: str = "") -> tuple[int, Samp
     is within ± 5% (at least 3, at most 10); a repeat alone is exactly that many."""
     repeat = parse_count(text, "Repeat") if text.strip() else None
     ceiling = parse_count(most, "Max repeat") if most.strip() else None
-    rule = repeat_rule(repeat, parse_fraction(target, "The ± target"), ceiling)
+    rule = model_sweep_rule(repeat, parse_fraction(target, "The ± target"), ceiling)
     return repeat or 1, rule
 
 

@@ -191,11 +191,11 @@ def test_passage_mix_is_not_noise_between_figures_of_the_same_passages() -> None
     a = point_tok_s(s, "code", 256)
     # Both figures the pooled tok/s of the same 8 reads: a 25% step-time regression
     # reads as one, and the unchanged engine reads as physics.
-    slow = judge(s, Observed.typed_at(a / 1.25, 256, "code", requests=8),
-                 typed_baseline(s, a, 256, "code", requests=8))  # fmt: skip
+    slow = judge(s, Observed.typed_at(a / 1.25, 256, "code", requests=8, held_out=False),
+                 typed_baseline(s, a, 256, "code", requests=8, held_out=False))  # fmt: skip
     assert slow.outcome == "not physics", slow.text()
-    same = judge(s, Observed.typed_at(a * 1.02, 256, "code", requests=8),
-                 typed_baseline(s, a, 256, "code", requests=8))  # fmt: skip
+    same = judge(s, Observed.typed_at(a * 1.02, 256, "code", requests=8, held_out=False),
+                 typed_baseline(s, a, 256, "code", requests=8, held_out=False))  # fmt: skip
     assert same.outcome == "physics", same.text()
 
 
@@ -321,8 +321,8 @@ def test_typed_figures_of_the_sweeps_passages_resample_the_sweep_within_each_pas
     # read the same mix. Resampled within each passage, the factor holds timing only.
     s = two_passage_sweep()
     before, after = point_tok_s(s, "code", 64), point_tok_s(s, "code", 1024)
-    j = judge(s, Observed.typed_at(after, 1024, "code", requests=8),
-              typed_baseline(s, before, 64, "code", requests=8))  # fmt: skip
+    j = judge(s, Observed.typed_at(after, 1024, "code", requests=8, held_out=False),
+              typed_baseline(s, before, 64, "code", requests=8, held_out=False))  # fmt: skip
     ctx, residual = j.factor("context"), j.factor("residual")
     assert ctx.moved and ctx.ratio.rel_half_width < 0.05, j.text()
     assert residual.ratio.contains(1.0) and residual.ratio.rel_half_width < 0.10, j.text()

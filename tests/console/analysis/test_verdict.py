@@ -273,7 +273,7 @@ def test_a_residual_that_holds_no_change_but_reaches_past_15_percent_is_not_phys
     tree-budget change (-12% tok/s, the drafter's acceptance fell) was called physics on
     it. The interval's farther end decides, unless the factors explain far more."""
     from console.analysis.intervals import Interval
-    from console.analysis.verdict import _outcome
+    from console.analysis.verdict_outcome import decide as _outcome
     from console.analysis.verdict_records import FactorRange
 
     context = FactorRange("context", Interval(1.0, 1.0, 1.0), exact="same mid-decode context")

@@ -85,8 +85,11 @@ def test_the_sweep_form_reads_as_each_cli_command_does() -> None:
     from console.errors import ConsoleError
     from console.tui.screens.sweeps_methods import method_params
 
+    from console.analysis.repeat_rule import MODEL_PASSAGES
+
     auto = method_params("context", "64,256", "64", "code,prose", "")
-    assert auto["target"] == SampleTarget() and auto["repeat"] == 1  # `sweep` with no --repeat
+    # `sweep` with no --repeat: the default target, on the model's six passages a point
+    assert auto["target"] == SampleTarget(passages=MODEL_PASSAGES) and auto["repeat"] == 1
     assert method_params("context", "64", "64", "code", "4")["target"] == SampleTarget.fixed(4)
     assert method_params("two-point", "256", "32,160", "code", "") == {
         "n1": 32, "n2": 160, "context": 256, "text_type": "code", "repeat": 3}  # fmt: skip
@@ -123,7 +126,7 @@ def test_the_sweep_form_and_the_flags_baseline_repeat_as_the_cli_does(
     """`sweep` / `set`'s --repeat, --target-rel, --max-repeat through the CLI's parser and
     `sample_target`, against the same values typed into the sweep form and the Flags
     view's baseline settings: the same SampleTarget (and repeat) every time."""
-    from console.commands.measure import sample_target
+    from console.commands.measure import sample_target, sweep_target
     from console.tui.screens.flags_baseline import baseline_options
     from console.tui.screens.sweeps_methods import method_params
 
@@ -134,7 +137,7 @@ def test_the_sweep_form_and_the_flags_baseline_repeat_as_the_cli_does(
     args = build_parser().parse_args(argv)
     cli = sample_target(args)
     form = method_params("context", "64,256", "128", "code", repeat, target, most)
-    assert form["target"] == cli
+    assert form["target"] == sweep_target(args)
     assert form["repeat"] == (args.repeat or 1)  # what cmd_sweep passes as repeat
     options = baseline_options("", "", "", repeat, target, most)
     assert options.get("target", cli if not (repeat or target or most) else None) == cli

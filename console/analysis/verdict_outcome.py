@@ -1,0 +1,85 @@
+"""The verdict's decision: physics, not physics or not enough evidence, from the residual's
+interval and what makes any answer a guess (`verdict.judge` gathers both).
+
+The product thresholds it reads are in `verdict_records`: `MATTERS` (a residual under 10%
+is not worth a bug hunt), `WIDE` (an interval reaching past ± 15% cannot tell physics
+from a bug); `BIG` below. The widths of the host's drift and of the passage term decide
+which measurement the advice names.
+"""
+
+from __future__ import annotations
+
+import math
+
+from console.analysis.verdict_records import (
+    MATTERS,
+    FactorRange,
+    Outcome,
+    far,
+    farther_end,
+    reaches_past_wide,
+)
+
+BIG = 3.0  # ...unless the factors explain a change this many times its half-width
+
+
+def decide(
+    hard: list[str],
+    factors: tuple[FactorRange, ...],
+    commit: FactorRange | None = None,
+    drift: float = 0.0,
+    passages: float = 0.0,
+    settle: str | None = None,
+) -> tuple[Outcome, list[str]]:
+    """Not physics only when the residual's interval (of tok/s, or of commit length alone)
+    excludes no change and the residual is big enough to matter; physics only when the
+    interval rules out a residual past ± 15% (its farther end, not its half-width), or
+    when the factors explain a change far bigger than that end (a typed 138 -> 32 is
+    physics even where one request reads ± 20% here).
+    `drift`: the 95% half-width (log) of the host's drift between the two figures; where
+    it is most of the residual's width, the advice says so (more requests cannot narrow
+    it; one comparison that reads both sides together can). `passages`: the same for the
+    passage term of figures on the operator's own prompts; where it is most of the width,
+    the advice is `settle`, the measurement that reads both points on the same passages."""
+    residual = factors[2]
+    r = residual.ratio
+    if hard:
+        return "not enough evidence", hard
+    if residual.zero_width:
+        return "not enough evidence", [
+            "the residual has no interval (nothing behind either figure to resample)"
+        ]
+    if not r.contains(1.0) and far(r.value, MATTERS):
+        return "not physics", []
+    if (
+        commit is not None
+        and not commit.ratio.contains(1.0)
+        and far(commit.ratio.value, 2 * MATTERS)
+    ):
+        return "not physics", []
+    if reaches_past_wide(r):
+        end = farther_end(r)
+        explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
+        if r.contains(1.0) and explained >= BIG * abs(math.log(end)):
+            return "physics", []
+        wide = (f"the residual, {residual.text()}, could be {end - 1:+.0%}: too wide to tell "
+                "physics from a bug")  # fmt: skip
+        if passages >= 0.5 * math.log1p(r.rel_half_width) and passages >= drift:
+            return "not enough evidence", [
+                f"{wide}; most of it is how far passages of a text differ "
+                f"(± {math.expm1(passages):.0%} between your prompts and the sweep's), "
+                "which more requests do not narrow: measure both points on the same "
+                f"passages{f' (`{settle}`)' if settle else ''}"
+            ]
+        if drift >= 0.5 * math.log1p(r.rel_half_width):
+            return "not enough evidence", [
+                f"{wide}; "
+                f"most of it is the host's drift between two figures taken at different "
+                f"times (± {math.expm1(drift):.0%}), which more requests do not narrow: "
+                "measure both in one comparison (`set --baseline`), or calibrate again "
+                "when the host is calmer"
+            ]
+        return "not enough evidence", [
+            f"{wide}; more requests per point (repeat, --repeat) narrow it"
+        ]
+    return "physics", []
