@@ -138,9 +138,11 @@ def test_the_settling_measurement_is_physics_with_both_factors() -> None:
 
 def test_a_typed_figure_far_below_its_measured_point_is_not_physics_once_settled() -> None:
     rng = random.Random(5)
-    plan = SettlePlan("gpu1", TypedFigure(own_figure("prose", 1800, 60, rng) / 4, 1800,
-                                          "prose", OUTPUT, 3),
-                      TypedFigure(own_figure("code", 256, 80, rng), 256, "code", OUTPUT, 3))
+    plan = SettlePlan(
+        "gpu1",
+        TypedFigure(own_figure("prose", 1800, 60, rng) / 4, 1800, "prose", OUTPUT, 3),
+        TypedFigure(own_figure("code", 256, 80, rng), 256, "code", OUTPUT, 3),
+    )
     s = population_sweep(prompts=plan.prompts, passages=range(plan.passages),
                          reads_each=plan.reads, seed=5)  # fmt: skip
     settled = judge_settled(plan, s)

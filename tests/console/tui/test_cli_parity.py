@@ -81,11 +81,10 @@ async def test_every_named_field_is_on_its_view(view: str) -> None:
 
 
 def test_the_sweep_form_reads_as_each_cli_command_does() -> None:
+    from console.analysis.repeat_rule import MODEL_PASSAGES
     from console.analysis.sample_size import SampleTarget
     from console.errors import ConsoleError
     from console.tui.screens.sweeps_methods import method_params
-
-    from console.analysis.repeat_rule import MODEL_PASSAGES
 
     auto = method_params("context", "64,256", "64", "code,prose", "")
     # `sweep` with no --repeat: the default target, on the model's six passages a point
