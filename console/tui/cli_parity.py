@@ -33,7 +33,7 @@ ENTRIES: dict[str, Entry] = {
     "prompt": Entry("prompt-run", "prompt", {
         "text": "#lab-typed", "text_type": "#lab-type", "context": "#lab-context",
         "max_tokens": "#lab-max", "ignore_eos": "#lab-ignore-eos", "stream": "#lab-stream",
-        "repeat": "#lab-repeat", "prompts": "#lab-prompts",
+        "repeat": "#lab-repeat", "prompts": "#lab-prompts", "first_passage": "#lab-passage",
     }),
     "sweep": Entry("sweep-run", "sweeps", {
         "contexts": "#sweep-contexts", "outputs": "#sweep-outputs", "output": "#sweep-outputs",
@@ -57,6 +57,7 @@ ENTRIES: dict[str, Entry] = {
         "baseline_requests": "#v-baseline-requests",
         "window": "=the live figures take the last minute",
         "fresh": "#sweep-run-button", "repeat": "#sweep-repeat", "prompts": "#sweep-prompts",
+        "passages": "#v-passages", "settle": "#sweep-settle-button",
     }),
     "breakeven": Entry("sweep-breakeven", "sweeps", {
         "contexts": "#sweep-contexts", "output": "#sweep-outputs", "text": "#sweep-types",

@@ -118,6 +118,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("sweep-live", "ctrl+l", "use_live", "Observed from live", "sweeps", web="o",
             palette=True),
     KeySpec("sweep-breakeven", "b", "breakeven", "Break-even", "sweeps", palette=True),
+    KeySpec("sweep-settle", "e", "settle", "Settle the verdict", "sweeps", show=False,
+            palette=True),
     # palette entries only (no key)
     KeySpec("sweep-twopoint", "", "run_method('two-point')", "Two-point decode rate",
             "sweeps", palette=True),

@@ -1,7 +1,8 @@
 """The measurement requests screens send the app: a prompt, a sweep (or a two-point, a
-stream check), a break-even run. Each calls the same function its CLI command calls
-(`measure.methods`, `experiments.breakeven`) through the app's one-action rule, with
-progress and cancel, and is refused with the start key while the engine is down.
+stream check), a break-even run, a verdict's settling measurement. Each calls the same
+function its CLI command calls (`measure.methods`, `experiments.breakeven`,
+`experiments.settle`) through the app's one-action rule, with progress and cancel,
+and is refused with the start key while the engine is down.
 
 A mixin of `SpecConsoleApp` (Textual finds `on_*` handlers on every class of the app).
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from console.errors import ConsoleError
 from console.experiments.breakeven import run_breakeven
+from console.experiments.settle import settle
 from console.measure import methods
 from console.tui import keys, messages
 from console.tui.messages import answer
@@ -97,3 +99,15 @@ class MeasureRequests:
             lambda tick: run_breakeven(measure(), tick=tick, **kwargs),
             messages.BreakevenRan,
         )
+
+    def on_run_settle(self, request: messages.RunSettle) -> None:
+        """`specconsole diagnose --settle`: both typed points on the same passages."""
+        if self._engine_not_ready(request, "settle"):
+            return
+        measure, plan = self.live.measure_session, request.plan
+
+        def run(tick: Any) -> Any:
+            return settle(measure(), plan, profile=request.profile, limit=request.limit,
+                          tick=tick)  # fmt: skip
+
+        self.runner.run_request(request, "settle", run, messages.SettleRan)

@@ -103,6 +103,16 @@ class RunBreakeven(Request):
         self.prompts = prompts
 
 
+class RunSettle(Request):
+    """`settle.settle` on this plan (`diagnose --settle`); answered with `SettleRan`."""
+
+    def __init__(self, plan: Any, *, profile: Any = None, limit: int | None = None) -> None:
+        super().__init__()
+        self.plan = plan  # analysis.settle_plan.SettlePlan
+        self.profile = profile  # the host's calibration, as the typed verdict read it
+        self.limit = limit
+
+
 class ConfirmAndRun(Request):
     """Ask `question` (with `detail`, shown as a diff when `diff`), then post `then`."""
 
@@ -177,6 +187,12 @@ class SweepRan(Answer):
 
 class BreakevenRan(Answer):
     def __init__(self, result: Any) -> None:  # experiments.breakeven.BreakevenResult
+        super().__init__()
+        self.result = result
+
+
+class SettleRan(Answer):
+    def __init__(self, result: Any) -> None:  # experiments.settle.Settled
         super().__init__()
         self.result = result
 

@@ -44,7 +44,7 @@ from console.tui.widgets.tick_box import TickBox
 
 TYPED = "typed"
 # The form's fields, remembered per host (form_memory) as the sweeps form's are.
-FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat", "#lab-prompts")
+FORM_FIELDS = ("#lab-context", "#lab-max", "#lab-repeat", "#lab-passage", "#lab-prompts")
 FORM_TICKS = ("#lab-ignore-eos", "#lab-stream")
 # Figures are as wide as their widest cell ("128/128" whole); the text type and how each
 # figure was measured give way with an ellipsis, the finish reason is dropped before that.
@@ -159,6 +159,9 @@ class PromptLabScreen(ViewScreen):
             yield field("context (tokens)", TextField("256", id="lab-context"))
             yield field("max tokens", TextField("128", id="lab-max"))
             yield field("repeat", TextField("1", id="lab-repeat"), narrow=True)
+            # `--first-passage`: the library window the first repeat reads (a sweep reads
+            # 0-5; 20 and on are passages no sweep read, as the operator's own prompts).
+            yield field("passage", TextField("0", id="lab-passage"), narrow=True)
             # `--prompts`: a .txt (one type) or .jsonl of extra texts; its types join the
             # prompt select when the field is left or Enter is pressed.
             yield field("prompt file", TextField("", placeholder="optional", id="lab-prompts"))
@@ -274,6 +277,10 @@ class PromptLabScreen(ViewScreen):
             request["context"] = positive_int(
                 self.query_one("#lab-context", Input).value, "Context"
             )
+            passage = self.query_one("#lab-passage", Input).value.strip() or "0"
+            if not passage.isdigit():
+                raise ConsoleError(f"Passage must be a whole number of 0 or more, not {passage!r}.")
+            request["first_passage"] = int(passage)
         return request
 
     def action_run_prompt(self) -> None:

@@ -52,6 +52,8 @@ METHOD_FIELDS = FORM_FIELDS[:6]
 BUTTONS = (
     ("sweep-run-button", "sweep-run", "Run sweep"),
     ("sweep-explain-button", "sweep-explain", "Verdict"),
+    # shown while a verdict offers its settling measurement (sweeps_verdict.py)
+    ("sweep-settle-button", "sweep-settle", "Settle"),
     ("sweep-live-button", "sweep-live", "Live figures"),
     ("sweep-breakeven-button", "sweep-breakeven", "Break-even"),
 )
@@ -80,10 +82,12 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
 
 
 # The verdict form's two rows: (label, placeholder, id) of the observed figure's fields,
-# then the baseline's.
+# then the baseline's. "on" is what both typed figures were measured on (`--passages`):
+# the operator's own prompts (blank, "own") or the sweep's passages ("sweep").
 VERDICT_ROWS = (
     (("observed", "tok/s", "v-observed"), ("prompt", "tokens", "v-context"),
-     ("text", "type", "v-text"), ("out", "sweep's", "v-output"), ("n", "1", "v-requests")),
+     ("text", "type", "v-text"), ("out", "sweep's", "v-output"), ("n", "1", "v-requests"),
+     ("on", "own", "v-passages")),
     (("baseline", "optional", "v-baseline"), ("prompt", "tokens", "v-baseline-context"),
      ("text", "type", "v-baseline-text"), ("out", "sweep's", "v-baseline-output"),
      ("n", "1", "v-baseline-requests")),
@@ -184,6 +188,7 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
         self._restore_form()
         self.query_one("#sweep-points").border_title = "points: pooled, 95% interval"
         self.query_one("#sweep-progress").display = False
+        self.query_one("#sweep-settle-button").display = False
         self._load_stored_model()
         self.mount_breakeven()
 
@@ -197,7 +202,7 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
             return self.model is not None
         if action == "use_live":
             return bool(self.session.live_samples)
-        if action == "breakeven":
+        if action in ("breakeven", "settle"):
             return not self.session.running
         return True
 
@@ -248,6 +253,10 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
     @on(Button.Pressed, "#sweep-breakeven-button")
     def _breakeven_pressed(self) -> None:
         self.action_breakeven()
+
+    @on(Button.Pressed, "#sweep-settle-button")
+    def _settle_pressed(self) -> None:
+        self.action_settle()
 
     # -- the form, remembered per host ------------------------------------------------
 

@@ -29,6 +29,7 @@ from console.analysis.verdict import (
 )
 from console.errors import ConsoleError
 from console.experiments.typed_noise_source import calibration_profile
+from console.tui.messages import RunSettle, SettleRan
 
 
 def model_text(model: ThroughputModel, source: str) -> Text:
@@ -47,6 +48,17 @@ def verdict_text(verdict: Judgement, source: str) -> Text:
     for line in verdict.text().splitlines()[1:]:
         text.append(line + "\n")
     text.append(f"(model from {source})", style="dim")
+    return text
+
+
+def settled_text(settled) -> Text:
+    """A settling run as the panel shows it: the same lines `diagnose --settle` prints."""
+    style = {"physics": "bold green", "not physics": "bold red"}.get(
+        settled.verdict.outcome, "bold")  # fmt: skip
+    lines = settled.text().splitlines()
+    text = Text()
+    text.append(lines[0] + "\n", style=style)
+    text.append("\n".join(lines[1:]), style="")
     return text
 
 
@@ -136,6 +148,13 @@ class VerdictPanel:
             self.notify(str(exc), severity="error")
             return
         self.show_verdict(verdict_text(verdict, self.model_source))
+        self._offer_settle(verdict.settle)
+        if verdict.settle is not None:
+            plan = verdict.settle
+            key = self.key_for("sweep-settle")
+            self.notify(f"The passages your figures read leave it open: {key} settles it"
+                        f" (both points on {plan.passages} passages, "
+                        f"{plan.requests()} requests).", severity="warning")  # fmt: skip
         if verdict.offer_contexts:
             # The offer to sweep: the contexts it needs go into the sweep form, so ctrl+r
             # runs exactly the sweep the verdict asks for.
@@ -180,7 +199,48 @@ class VerdictPanel:
             requests=self._count("#v-requests", "request count") or 1,
             baseline=baseline, baseline_prompt=b_context, baseline_text=b_text,
             baseline_output=b_output, baseline_requests=b_requests,
+            held_out=self._held_out(),
         )  # fmt: skip
+
+    def _held_out(self) -> bool:
+        """`--passages`: "own" (blank) or "sweep", what the typed figures were measured on."""
+        value = self.query_one("#v-passages", Input).value.strip().lower() or "own"
+        if value not in ("own", "sweep"):
+            raise ConsoleError(
+                f"'on' says what the figures were measured on: own (your prompts) or sweep "
+                f"(the sweep's passages), not {value!r}."
+            )
+        return value == "own"
+
+    # -- settle ---------------------------------------------------------------------
+
+    def _offer_settle(self, plan) -> None:
+        """Keep the plan the last verdict offered, its button shown while there is one."""
+        self._settle = plan
+        self.query_one("#sweep-settle-button").display = plan is not None
+
+    def action_settle(self) -> None:
+        """`diagnose --settle`: the measurement the last verdict offered."""
+        plan = getattr(self, "_settle", None)
+        if plan is None:
+            self.notify("Nothing to settle: the last verdict offered no settling measurement "
+                        f"(typed figures on your own prompts, {self.key_for('sweep-explain')}).",
+                        severity="warning")  # fmt: skip
+            return
+        bar = self.query_one("#sweep-progress")
+        bar.display = True
+        bar.update(total=plan.requests(), progress=0)
+        self.show_note(f"settling: prompts {', '.join(map(str, plan.prompts))} x "
+                       f"{', '.join(plan.text_types)} on {plan.passages} passages…")  # fmt: skip
+        self.leave_form()
+        self.request(RunSettle(plan, profile=self._noise, limit=self._context_limit()))
+
+    def on_settle_ran(self, message: SettleRan) -> None:
+        settled = message.result
+        self.query_one("#sweep-progress").display = False
+        self._offer_settle(None)
+        self.show_note(f"settled (run {settled.run_id})")
+        self.show_verdict(settled_text(settled))
 
     def _count(self, selector: str, what: str) -> int | None:
         """A whole number from a verdict field, or None when it is blank."""

@@ -161,21 +161,40 @@ async def test_prompt_lab_sweep_verdict_history(tmp_path: Path, monkeypatch) -> 
             assert "prompt 512 + 16 out (mid-decode context 520)" in verdict
             assert "the median of 3 requests" in verdict and "carries this host's noise" in verdict
             assert "calibration of local" in verdict and "drift" in verdict, verdict
+            # Typed figures are the operator's own: the passage term is in, and when it
+            # leaves the answer open the view offers the settling run, which `e` runs on
+            # the engine (both points on the plan's passages), as `diagnose --settle`.
+            assert "spread between passages" in verdict, verdict
+            settling = sweeps.query_one("#sweep-settle-button").display
+            if settling:
+                plan = sweeps._settle
+                await pilot.press("e")
+                await _until(pilot, "settled", lambda: "settling run" in _text(app, "#verdict")
+                             and not app.running, timeout=240)  # fmt: skip
+                settled = _text(app, "#verdict")
+                assert f"on {plan.passages} passages read {plan.reads} times" in settled
+                assert "observed vs measured" in settled, settled
+            else:
+                await pilot.press("e")
+                await _until(pilot, "nothing to settle", lambda: any(
+                    "Nothing to settle" in n.message for n in app._notifications))  # fmt: skip
 
             # History: both kinds of run, two compared, exported.
             await pilot.press("h")
             await _until(pilot, "history", lambda: isinstance(app.screen, HistoryScreen))
             hist = app.screen
             runs = hist.query_one("#hist-runs")
-            await _until(pilot, "runs listed", lambda: runs.row_count == 3)
-            kinds = [runs.get_row_at(i)[4] for i in range(3)]  # the kind column, then method
-            methods = [runs.get_row_at(i)[5] for i in range(3)]
-            assert kinds == ["sweep", "prompt", "prompt"]
-            assert methods == ["context-sweep", "probe", "probe"]
+            sweeps_run = ["sweep"] * (2 if settling else 1)  # the settling run is a sweep
+            n = len(sweeps_run) + 2
+            await _until(pilot, "runs listed", lambda: runs.row_count == n)
+            kinds = [runs.get_row_at(i)[4] for i in range(n)]  # the kind column, then method
+            methods = [runs.get_row_at(i)[5] for i in range(n)]
+            assert kinds == [*sweeps_run, "prompt", "prompt"]
+            assert methods == ["context-sweep"] * len(sweeps_run) + ["probe", "probe"]
             await pilot.press("slash", *"sweep", "enter")
-            await _until(pilot, "filtered", lambda: runs.row_count == 1)
+            await _until(pilot, "filtered", lambda: runs.row_count == len(sweeps_run))
             await pilot.press("slash", *["backspace"] * 5, "enter")
-            await _until(pilot, "unfiltered", lambda: runs.row_count == 3)
+            await _until(pilot, "unfiltered", lambda: runs.row_count == n)
             await pilot.press("space", "down", "space", "c")
             await _until(pilot, "compare", lambda: "A: run" in _text(app, "#hist-text"))
             shown = _text(app, "#hist-text")

@@ -90,11 +90,14 @@ async def store_history() -> None:
 
 
 def repeated_sweep() -> list:
-    """The fixed sweep measured twice per point, so every cell carries a range."""
+    """The fixed sweep measured on two passages per point, so every cell carries a range
+    and the spread between passages, which a typed figure's interval holds, is measured."""
     out = []
     for s in fakes.sweep_samples():
-        for k in (0.99, 1.01):
-            out.append(s.__class__(**{**s.as_dict(), "decode_tok_s": s.decode_tok_s * k,
+        for window, k in enumerate((0.99, 1.01)):
+            prompt_id = s.prompt_id.replace("#0", f"#{window}")
+            out.append(s.__class__(**{**s.as_dict(), "prompt_id": prompt_id,
+                                      "decode_tok_s": s.decode_tok_s * k,
                                       "step_time_s": s.step_time_s / k,
                                       "decode_time_s": s.decode_time_s / k}))  # fmt: skip
     return out
