@@ -55,11 +55,13 @@ def model_sweep_rule(
 ) -> SampleTarget:
     """`repeat_rule` for a context sweep the verdict's model is fitted from: the default
     target reads `MODEL_PASSAGES` passages a point (a fixed repeat reads a fresh passage
-    every time already)."""
+    every time already). A ceiling below that is kept: `--max-repeat 4` reads 4 passages
+    of one request each, and the passage term carries the fewer degrees of freedom."""
     rule = repeat_rule(repeat, target_rel, max_repeat)
     if rule.passages is None:
         return rule
-    return replace(rule, passages=max(rule.passages, MODEL_PASSAGES))
+    wanted = min(MODEL_PASSAGES, rule.max_repeat)
+    return replace(rule, passages=max(rule.passages, wanted))
 
 
 def parse_fraction(text: str, what: str) -> float | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from console.analysis.decompose import explain, fit, pooled_tok_s
+from console.analysis.decompose import BAD_FIT, explain, fit, pooled_tok_s
 from console.measure import methods
 from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureError, MeasureSession
@@ -114,11 +114,16 @@ async def test_decomposition_predicts_held_back_step_times(
         observed_step = sum(s.decode_time_s for s in taken) / sum(s.verify_steps for s in taken)
         # tok/s = commit / step reconciles exactly: at a fitted point the model's tok/s
         # is off the pooled tok/s by the step line's residual there and nothing else (a
-        # model of medians would not be). The residual itself is host noise: 13% was
-        # seen at one point on a loaded CI host, so it gets the held-back points' bound.
+        # model of medians would not be). The residual itself is host noise (13% and 28%
+        # were seen at one point on a loaded CI host): within the held-back points' bound,
+        # or told to the operator as a rough fit, never silently off the line.
         residual = observed_step / model.step_at(at, "prose")
         assert predicted / pooled_tok_s(taken) == pytest.approx(residual, rel=1e-6), context
-        assert residual == pytest.approx(1.0, rel=0.25), context
+        off = abs(observed_step - model.step_at(at, "prose")) / observed_step
+        assert off <= model.step.max_rel_residual + 1e-9, context
+        rough = [n for n in model.notes if "not linear in context" in n]
+        assert residual == pytest.approx(1.0, rel=0.25) or rough, (context, model.notes)
+        assert bool(rough) == (model.step.max_rel_residual > BAD_FIT), model.notes
     # on the points it was fitted on, the commit curve is the observed commit itself
     fitted = [s for s in result.samples if s.context_tokens == 512]
     commit = sum(s.completion_tokens - 1 for s in fitted) / sum(s.verify_steps for s in fitted)

@@ -121,7 +121,8 @@ def test_prompt_figures_equal_vllms_counter_deltas(vllm_tier: Tier) -> None:
 
 
 def test_sweep_figures_add_up_to_vllms_counters_and_the_run_is_stored(vllm_tier: Tier) -> None:
-    """Two contexts, the noise-driven repeat (3 to 4 per point): every request's figures
+    """Two contexts, the noise-driven repeat under a ceiling of 4 (so 4 passages a point, one
+    request each, not the model's six): every request's figures
     come from vLLM's counters, so the sweep's totals are the counters' deltas, less the
     sweep's one unrecorded warm-up request (16 tokens in, 8 out), measured here again."""
     name = vllm_tier.name
