@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import argparse
 
-from console.commands import measure, verdict_bench, web
+from console.commands import coverage_bench, measure, verdict_bench, web
 from console.commands.base import HostCommand, Parser
 
-SUBCOMMANDS = (web.add_bench_tui, measure.add_bench_fidelity, verdict_bench.add_bench_verdict)
+SUBCOMMANDS = (
+    web.add_bench_tui,
+    measure.add_bench_fidelity,
+    verdict_bench.add_bench_verdict,
+    coverage_bench.add_bench_coverage,
+)
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
-    """Add `bench tui|fidelity|verdict` to the `specconsole` parser."""
+    """Add `bench tui|fidelity|verdict|coverage` to the `specconsole` parser."""
     bench = sub.add_parser(
         "bench",
         help="Benchmarks of the console itself and of measurements.",

@@ -225,3 +225,20 @@ async def test_verdict_names_the_factor_that_moved(
     finally:
         back = await service.rollback(timeout=180)
         assert back.ok
+
+
+async def test_coverage_bench_reads_passages_the_sweep_never_read_and_stores_nothing(
+    service: EngineService, library: PromptLibrary, tmp_path: Path
+) -> None:
+    from console.experiments.coverage_bench import run_coverage
+
+    store = RunStore(tmp_path / "h.sqlite")
+    session = MeasureSession(service, store=store, library=library)
+    result = await run_coverage(session, contexts=[64, 192], text_types=["code"], held_out=3,
+                                output_tokens=24)  # fmt: skip
+    assert [(p.text_type, p.prompt) for p in result.points] == [("code", 64), ("code", 192)]
+    assert all(p.n == 3 and p.band.low < p.band.point < p.band.high for p in result.points)
+    # every point's band is the model's, and the re-read pairs the sweep's six passages
+    assert all(p.paired is not None and p.paired.pairs == 6 for p in result.points)
+    assert result.as_dict()["overall"]["n"] == 6 and result.params["windows"] == [6, 8]
+    assert session.store is store and await store.runs() == []  # the operator's history
