@@ -1,8 +1,9 @@
 """Scoring the verdict benchmark: right or wrong per trial, accuracy per scenario and per
 operator path, and the false-alarm rate with its 95% upper bound.
 
-A trial is one answer an operator would have got on one path (`typed` diagnose, `history
-explain`, `set --baseline` in either order) about a change whose true cause is known by
+A trial is one answer an operator would have got on one path (`typed` diagnose on the
+sweep's passages or on the operator's own, `history explain`, `set --baseline` in either
+order) about a change whose true cause is known by
 construction. The outcome is right when it is the true one. "Not enough evidence" is
 also right when the true effect is within `SMALL` (15%): a change that small is inside
 what a bug hunt cares about, so declining to call it is not a miss. The true effect is
@@ -24,7 +25,8 @@ from typing import Any
 from console.analysis.verdict_records import OUTCOMES, Judgement, Outcome
 
 SMALL = 0.15  # a true effect within 15%: "not enough evidence" is not counted wrong
-PATHS = ("typed", "explain", "baseline", "baseline-ab", "baseline-abab")  # see verdict_paths
+# see verdict_paths
+PATHS = ("typed", "typed-own", "explain", "baseline", "baseline-ab", "baseline-abab")
 
 
 def right(truth: Outcome, outcome: str, effect: float | None) -> bool:

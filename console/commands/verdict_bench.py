@@ -3,7 +3,8 @@
 Thin over `console.experiments.verdict_bench`: scenarios whose true cause is known (the same
 engine twice, context growth, a text change, speculation off, tree budgets, parsers across
 a restart, an injected round delay), each `--runs` times and asked through the operator's
-own paths (typed `diagnose`, `history explain`, `set --baseline` with default options,
+own paths (typed `diagnose` on the sweep's passages and on passages it never read,
+`history explain`, `set --baseline` with default options,
 `--order A-B` and `--bracket`) after calibrating the host once; prints
 accuracy per scenario and per path, the false-alarm rate with its 95% upper bound and the
 run time, or `--json`. The engine is restarted for the flag scenarios and always ends on
@@ -43,10 +44,13 @@ def print_bench(result: BenchResult) -> None:
     print(
         f"  {p['runs']} run(s) per scenario; each run refits the model from its own sweep "
         f"(contexts {', '.join(map(str, p['sweep_contexts']))}; "
-        f"{', '.join(p['sweep_text_types'])}) and measures both sides again; every figure "
-        f"reads the same {t['passages']} passages, in rounds until its tok/s interval is "
+        f"{', '.join(p['sweep_text_types'])}; {p.get('sweep_passages', t['passages'])} "
+        f"passages a point) and measures both sides again on the same {t['passages']} "
+        f"passages, in rounds until every tok/s interval is "
         f"within ± {t['target_rel']:.0%} ({t['min_repeat']}-{t['max_repeat']} rounds), "
-        f"{p['output_tokens']} tokens a request. Paths: {', '.join(p['paths'])}. True "
+        f"{p['output_tokens']} tokens a request. Paths: {', '.join(p['paths'])} (typed-own: "
+        f"{p.get('own_requests', 3)} requests a side on passages the sweep never read, "
+        "settled where the answer offers it). True "
         f"effect = after / before pooled tok/s; 'not enough evidence' counts as right when it "
         f"is within {SMALL:.0%}."
     )

@@ -28,15 +28,13 @@ from console.analysis.coverage import TARGET, PointCoverage, judge, score, wilso
 from console.analysis.records import RequestSample
 from console.analysis.repeat_rule import MODEL_PASSAGES, model_sweep_rule
 from console.measure import methods
+from console.measure.prompts import WINDOWS
 from console.measure.session import MeasureError, MeasureSession
 
 CONTEXTS = (256, 768, 1280, 1800)  # 4 contexts x 2 types: the sweep shape
 TEXT_TYPES = ("code", "prose")
 HELD_OUT = 20  # held-out requests a point (one passage each)
 OUTPUT = 96
-# The library gives 49 distinct windows before any repeat (`prompts.window`): the
-# held-out block may read this many past the sweep's.
-WINDOWS = 49
 
 Tick = Callable[[int, int], None]
 

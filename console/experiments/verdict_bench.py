@@ -12,10 +12,12 @@ would: every path then carries its measured noise and drift.
 
 A run is: a context sweep on the engine's own flags covering every context and text type
 the scenarios use (the model is refitted from it in every run, never reused), each
-scenario's two sides, then the `set --baseline` trials. The sweep, both sides of the
-no-flag scenarios and the "before" of the others are interleaved request by request in
-rounds (every passage of every figure once a round), all reading the same `PASSAGES`
-windows of their text, until every figure's pooled tok/s interval is within
+scenario's two sides, the operator's own figures (`own_figures`: the `typed-own` path,
+settled where its answer offers it), then the `set --baseline` trials. The sweep, both
+sides of the no-flag scenarios and the "before" of the others are interleaved request by
+request in rounds (every passage of every figure once a round), the sides reading the
+same `PASSAGES` windows of their text and the sweep `SWEEP_PASSAGES` (a default sweep's
+count), until every figure's pooled tok/s interval is within
 `TARGET_REL` (at least `MIN_ROUNDS`, at most `MAX_ROUNDS` rounds); a flag scenario's
 "after" side restarts with its flags through the normal apply path. The round delay is
 a share of each round's own compute (step x1.3: -23% tok/s by construction, reported
@@ -37,6 +39,7 @@ from typing import Any
 
 from console.analysis.noise_profile import NoiseProfile as Calibration
 from console.analysis.records import RequestSample
+from console.analysis.repeat_rule import MODEL_PASSAGES
 from console.analysis.sample_size import TARGET_REL, SampleTarget, narrow_enough
 from console.analysis.verdict import Sweep
 from console.analysis.verdict_scoring import (  # noqa: F401  (the names callers import)
@@ -56,12 +59,15 @@ from console.experiments.breakeven import (
     _restore,
     restore_changes,
 )
+from console.experiments.own_figures import OWN_REQUESTS, own_figure, own_windows
 from console.experiments.typed_noise_source import from_calibration
 from console.experiments.verdict_paths import (
     baseline_trial,
     bench_calibration,
+    effect_of,
     explain_trial,
     store_run,
+    typed_own_trial,
     typed_trial,
 )
 from console.experiments.verdict_result import BenchResult, scores  # noqa: F401
@@ -74,6 +80,7 @@ from console.experiments.verdict_scenarios import (  # noqa: F401
     SHORT,
     TREE_BUDGET,
     TYPED,
+    TYPED_OWN,
     Point,
     Scenario,
 )
@@ -81,7 +88,10 @@ from console.measure import methods
 from console.measure.session import MeasureError, MeasureSession
 from console.store import RunStore
 
-PASSAGES = 2  # windows of each text every figure reads (the same ones everywhere)
+PASSAGES = 2  # windows of each text every side reads (the same ones everywhere)
+# The sweep reads as many as a default `sweep` does (the first `PASSAGES` of them are the
+# sides' too): the verdict's passage term is fitted from it.
+SWEEP_PASSAGES = MODEL_PASSAGES
 MIN_ROUNDS = 3  # reads of each passage per figure at least: two is the least to resample
 MAX_ROUNDS = 16  # and at most
 # Tokens per request: ~25 rounds on the bundled pair; a request costs mostly its prompt,
@@ -201,10 +211,12 @@ async def run_bench(
         "scenarios": [s.name for s in chosen], "runs": runs, "output_tokens": output_tokens,
         "sample_target": target.as_dict(), "sweep_contexts": contexts, "paths": list(paths),
         "sweep_text_types": kinds, "seed": seed, "model": "refitted every run from its own sweep",
-        "changes": planned,
+        "changes": planned, "sweep_passages": max(SWEEP_PASSAGES, target.passages or 1),
+        "own_requests": OWN_REQUESTS,
     }  # fmt: skip
-    figures = len(contexts) * len(kinds) + 2 * len(chosen)
-    ticker = _Ticker(runs * figures * target.max_repeat * (target.passages or 1), tick)
+    side = target.passages or 1
+    a_round = len(contexts) * len(kinds) * max(SWEEP_PASSAGES, side) + 2 * len(chosen) * side
+    ticker = _Ticker(runs * (a_round * target.max_repeat + 2 * len(chosen) * OWN_REQUESTS), tick)
     last_good_before = await (await service.store()).last_good()
     result = BenchResult([], params, original)
     started = time.monotonic()
@@ -244,11 +256,14 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     """One sweep and every scenario's two sides, its typed and explain verdicts, then its
     `set --baseline` trials; the flags back to the original after each change."""
     session = bench.session
-    if not {TYPED, EXPLAIN} & set(bench.paths):  # only set --baseline asked: no sweep
+    if not {TYPED, TYPED_OWN, EXPLAIN} & set(bench.paths):  # only set --baseline: no sweep
         return await _baselines_only(bench, run)
     t0 = time.monotonic()
     sweep_samples, sides = await _interleaved(bench, run)
     bench.took("sweep and unchanged sides", t0)
+    t0 = time.monotonic()
+    await _own_sides(bench, run, sides)
+    bench.took("own figures", t0)
     facts = await session.facts(refresh=True)
     host = session.service.profile.name
     noise = from_calibration(bench.calibration) if bench.calibration else None
@@ -259,11 +274,14 @@ async def _one_run(bench: _Bench, run: int) -> list[Trial]:
     t0 = time.monotonic()
     try:
         for s in flagged:
-            sides[(s.name, "after")] = await _after_with_flags(
+            own = _own_slot(bench, s, run, "after")
+            sides[(s.name, "after")], mine = await _after_with_flags(
                 session, s, _changed(bench.original, changed[s.name]), changed[s.name],
                 output_tokens=bench.output_tokens, target=bench.target, timeout=bench.timeout,
-                ticker=bench.ticker,
+                ticker=bench.ticker, own=own,
             )  # fmt: skip
+            if own is not None:
+                sides[(s.name, "own-after")] = mine
     finally:
         if flagged:
             await bench.restore()
@@ -326,13 +344,19 @@ async def _asked(
         if TYPED in s.paths and TYPED in bench.paths:
             t = typed_trial(s, run, sweep, before, after, seed=bench.seed * 1000 + run)
             out.append(bench.emit(_with(t, s.constructed)))
+        if (s.name, "own-before") in sides and (s.name, "own-after") in sides:
+            own = (sides[(s.name, "own-before")], sides[(s.name, "own-after")])
+            t = await typed_own_trial(s, run, session, sweep, own,
+                                      effect=effect_of(before, after),
+                                      seed=bench.seed * 1000 + run)  # fmt: skip
+            out.append(bench.emit(_with(t, s.constructed)))
         if EXPLAIN in s.paths and EXPLAIN in bench.paths:
             a = await store_run(store, **where, flags=bench.original, samples=before,
                                 kind="prompt")  # fmt: skip
             b = await store_run(store, **where, flags=flags_after, samples=after, kind="prompt")
             t = await explain_trial(s, run, store, a, b, seed=bench.seed * 1000 + run)
             out.append(bench.emit(_with(t, s.constructed)))
-    bench.took("typed and explain verdicts", t0)
+    bench.took("verdicts (settling runs included)", t0)
     return out
 
 
@@ -352,7 +376,7 @@ async def _interleaved(
     sides: dict[tuple[str, str], list[RequestSample]] = {}
     params = {"contexts": list(bench.contexts), "output_tokens": bench.output_tokens,
               "text_types": list(bench.kinds), "sample_target": target.as_dict(),
-              "verdict_bench_run": run}  # fmt: skip
+              "passages": SWEEP_PASSAGES, "verdict_bench_run": run}  # fmt: skip
 
     async def read(point: Point, p: int, record: Any = None) -> RequestSample:
         spec = await session.spec(point.text_type, point.context, bench.output_tokens, index=p)
@@ -364,9 +388,11 @@ async def _interleaved(
         async with session.run("context-sweep", params) as record:
             await _warm(session, points, bench.output_tokens)
             for r in range(target.max_repeat):
-                for p in range(target.passages or 1):
+                for p in range(max(SWEEP_PASSAGES, target.passages or 1)):
                     for point in points:
                         await read(point, p, record)
+                    if p >= (target.passages or 1):
+                        continue  # the sweep reads more passages than a side
                     for s in bench.chosen:
                         sides.setdefault((s.name, "before"), []).append(await read(s.before, p))
                         if s.changes is None:
@@ -390,9 +416,11 @@ async def _after_with_flags(
     target: SampleTarget,
     timeout: float,
     ticker: _Ticker,
-) -> list[RequestSample]:
+    own: list[int] | None = None,
+) -> tuple[list[RequestSample], list[RequestSample]]:
     """A flag scenario's "after" side: restart with its flags (through plan + apply, as
-    `set` does), then its requests until narrow enough. The caller restores the flags."""
+    `set` does), then its requests until narrow enough, and the operator's own figure on
+    the `own` windows where asked. The caller restores the flags."""
     service = session.service
     current = dict((await service.current_config()).flags)
     changes = restore_changes(current, flags)
@@ -415,7 +443,35 @@ async def _after_with_flags(
                 ticker.step()
             if r + 1 >= target.min_repeat and _narrow([after], target):
                 break
-    return after
+        mine = await own_figure(session, s.after.text_type, s.after.context, output_tokens,
+                                own) if own is not None else []  # fmt: skip
+    return after, mine
+
+
+def _own_slot(bench: _Bench, s: Scenario, run: int, side: str) -> list[int] | None:
+    """The windows of the operator's own figure at a side, where `typed-own` is asked."""
+    if TYPED_OWN not in s.paths or TYPED_OWN not in bench.paths:
+        return None
+    slot = 2 * bench.chosen.index(s) + (side == "after")
+    return own_windows(run, slot)
+
+
+async def _own_sides(
+    bench: _Bench, run: int, sides: dict[tuple[str, str], list[RequestSample]]
+) -> None:
+    """On the original flags: every scenario's own "before" figure, and the own "after"
+    of those that change no flag (`prompt --repeat 3` on passages the sweep never read)."""
+    session = bench.session
+    for s in bench.chosen:
+        for side, point in (("before", s.before), ("after", s.after)):
+            windows = _own_slot(bench, s, run, side)
+            if windows is None or (side == "after" and s.changes is not None):
+                continue
+            sides[(s.name, f"own-{side}")] = await own_figure(
+                session, point.text_type, point.context, bench.output_tokens, windows
+            )
+            for _ in windows:
+                bench.ticker.step()
 
 
 def _narrow(figures: Sequence[Sequence[RequestSample]], target: SampleTarget) -> bool:

@@ -3,6 +3,10 @@
 - `typed`: the two sides' pooled tok/s typed into the same function `diagnose --observed
   B --baseline A` calls (`verdict.typed_verdict`), at their prompt lengths, each the
   median of as many requests as it pooled, against the stored sweep.
+- `typed-own`: the operator's own figures (`prompt --repeat 3` on passages the sweep
+  never read, `own_figures`) typed into `diagnose` with its default `--passages own`;
+  when that answer is "not enough evidence" and offers the settling run, the settling
+  run as offered (`diagnose --settle`'s own function), whose answer is the trial's.
 - `explain`: the sweep and both sides stored as runs in a history store of the bench's
   own (a temporary SQLite file, so the operator's history is untouched), then
   `history explain A B`'s own function (`explain.explain_runs`).
@@ -33,6 +37,8 @@ from console.config import FlagValue
 from console.experiments.baseline import BaselinePlan, apply_with_baseline
 from console.experiments.calibrate import ROUNDS, calibrate
 from console.experiments.explain import explain_runs
+from console.experiments.own_figures import typed_figure
+from console.experiments.settle import settle
 from console.measure.session import MeasureSession
 from console.store import RunStore
 from console.store.runs import StoredRun
@@ -100,6 +106,42 @@ def typed_trial(
     )  # fmt: skip
     return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline,
                  j.as_dict(), "typed", time.monotonic() - started)  # fmt: skip
+
+
+async def typed_own_trial(
+    scenario: Any,
+    run: int,
+    session: MeasureSession,
+    sweep: Sweep,
+    own: tuple[Sequence[RequestSample], Sequence[RequestSample]],
+    *,
+    effect: float | None,
+    seed: int,
+) -> Trial:
+    """What `diagnose --observed B --baseline A` says on the operator's own figures `own`
+    (before, after), and, where it offers one, what the settling run it offers says: the
+    operator's next command. `effect` is the scenario's true effect as the paired sides
+    measured it (the own figures' gap holds their passages' spread too)."""
+    started = time.monotonic()
+    before, after = own
+    b, a = typed_figure(before), typed_figure(after)
+    if a is None or b is None:
+        return _no_figure(scenario, run, effect, "typed-own")
+    j = typed_verdict(
+        sweep, a, scenario.after.context, scenario.after.text_type,
+        output=after[0].max_tokens, requests=len(after), baseline=b,
+        baseline_prompt=scenario.before.context, baseline_text=scenario.before.text_type,
+        baseline_output=before[0].max_tokens, baseline_requests=len(before), seed=seed,
+    )  # fmt: skip
+    outcome, headline, record = j.outcome, j.headline, j.as_dict()
+    if j.settle is not None:
+        settled = await settle(session, j.settle, profile=sweep.noise_profile,
+                               limit=sweep.context_limit)  # fmt: skip
+        outcome = settled.verdict.outcome
+        headline = f"{j.headline} Settled: {settled.verdict.headline}"
+        record = {**settled.verdict.as_dict(), "typed": j.as_dict(), "settled": settled.as_dict()}
+    return Trial(scenario.name, run, scenario.truth, outcome, effect, headline, record,
+                 "typed-own", time.monotonic() - started)  # fmt: skip
 
 
 async def explain_trial(

@@ -6,6 +6,8 @@ and the operator paths each one is asked through.
   text          code -> prose at the same context                  -> physics
   field-report  code at a short context -> prose at a long one      -> physics (both
                 ("it was 138, now it is 32")                          factors at once)
+  field-report-1024, field-report-512
+                the same question at two other context pairs         -> physics
   spec-off      speculation switched off (a flag)                  -> not physics
   tree-budget   a DDTree budget of 3 instead of the drafter's 15   -> not physics
   parsers       tool-call and reasoning parsers on, across a       -> physics (they act on
@@ -15,7 +17,9 @@ and the operator paths each one is asked through.
                 flags otherwise, same context and passages            tok/s x 1/1.3, -23%)
   tree-moderate a DDTree budget of 8: a moderate acceptance change -> not physics
 
-Paths: `typed` (the figures typed into `diagnose`), `explain` (`history explain A B` on
+Paths: `typed` (the figures typed into `diagnose`, measured on the sweep's passages),
+`typed-own` (typed from `prompt --repeat 3` on passages the sweep never read, settled
+when the answer offers it: the operator's own question), `explain` (`history explain A B` on
 the stored runs), and for the scenarios that change a flag `set --baseline` three ways:
 `baseline` (default options: side by side where the host holds both engines),
 `baseline-ab` (`--order A-B`) and `baseline-abab` (`--bracket`).
@@ -41,10 +45,12 @@ TREE_MODERATE = 8  # a budget that changes acceptance moderately
 # sweep was a smaller share of the step whenever the host slowed: -12% to -19%.)
 SLOWER = 0.30
 SHORT, LONG = 256, 1800
+MID_SHORT, MID_LONG = 512, 1024  # the field reports' question at two more context pairs
 
-TYPED, EXPLAIN, DEFAULT, AB, ABAB = PATHS
+TYPED, TYPED_OWN, EXPLAIN, DEFAULT, AB, ABAB = PATHS
 BASELINE_PATHS = (DEFAULT, AB, ABAB)
-GROSS = (TYPED, EXPLAIN, DEFAULT)  # a large flag effect: the typed, stored and default paths
+ASKED = (TYPED, TYPED_OWN, EXPLAIN)  # the paths that read a stored sweep
+GROSS = (*ASKED, DEFAULT)  # a large flag effect: the typed, stored and default paths
 FLAGGED = (*GROSS, AB)  # the subtler ones across a restart too
 BRACKETED = (*FLAGGED, ABAB)
 Changes = Callable[[str, dict[str, FlagValue]], dict[str, str | None]]
@@ -102,7 +108,7 @@ class Scenario:
     before: Point
     after: Point
     changes: Changes | None = None  # the flag changes the "after" side runs with
-    paths: tuple[str, ...] = (TYPED, EXPLAIN)
+    paths: tuple[str, ...] = ASKED
     # the tok/s effect by construction, where one is known: 0 for a change that cannot
     # move decode speed, a bound for the round slowdown (x1.3 at least)
     constructed: float | None = None
@@ -118,6 +124,10 @@ _ALL = (
     Scenario("field-report", "physics",
              f"code at context {SHORT} -> prose at {LONG} (the field reports' question)",
              Point("code", SHORT), Point("prose", LONG)),
+    Scenario("field-report-1024", "physics", f"code at context {SHORT} -> prose at {MID_LONG}",
+             Point("code", SHORT), Point("prose", MID_LONG)),
+    Scenario("field-report-512", "physics", f"code at context {MID_SHORT} -> prose at {LONG}",
+             Point("code", MID_SHORT), Point("prose", LONG)),
     Scenario("spec-off", "not physics", "speculation switched off by a flag",
              Point("code", SHORT), Point("code", SHORT), _off, GROSS),
     Scenario("tree-budget", "not physics",

@@ -100,6 +100,11 @@ class PromptLibrary:
         return out
 
 
+# Distinct windows a text gives before `window` repeats one (seven strides, each in seven
+# steps): a sweep reads the first few, figures held out from it read the others.
+WINDOWS = 49
+
+
 def window(ids: list[int], length: int, index: int = 0) -> list[int]:
     """The `index`-th window of exactly `length` ids, cycling through the text if short.
 

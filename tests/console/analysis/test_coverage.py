@@ -14,7 +14,8 @@ import random
 import pytest
 
 from console.analysis.coverage import judge, score, wilson
-from console.experiments.coverage_bench import WINDOWS, held_out_windows
+from console.experiments.coverage_bench import held_out_windows
+from console.measure.prompts import WINDOWS
 from console.measure.session import MeasureError
 from tests.console.analysis.test_passage_spread import population_sweep, reads
 

@@ -29,7 +29,9 @@ def test_the_command_defaults_to_local_five_runs_and_every_scenario() -> None:
     assert (args.host, args.runs, args.scenarios, args.output) == (
         "local", 5, list(SCENARIOS), OUTPUT,
     )  # fmt: skip
-    assert args.paths == ["typed", "explain", "baseline", "baseline-ab", "baseline-abab"]
+    assert args.paths == [
+        "typed", "typed-own", "explain", "baseline", "baseline-ab", "baseline-abab",
+    ]  # fmt: skip
     assert build_parser().parse_args(["bench", "verdict", "--paths", "typed"]).paths == ["typed"]
     args = build_parser().parse_args(["bench", "verdict", "gpu1", "--scenarios", "null,text"])
     assert (args.host, args.scenarios) == ("gpu1", ["null", "text"])
@@ -49,15 +51,24 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
         result = await run_bench(
             MeasureSession(service), scenarios=["null", "tree-budget"], runs=1,
             output_tokens=32, target=SampleTarget(0.05, max_repeat=2, min_repeat=2, passages=2),
-            paths=["typed", "explain", "baseline"],
+            paths=["typed", "typed-own", "explain", "baseline"],
         )  # fmt: skip
         assert dict((await service.current_config()).flags) == original
     assert result.restored and result.flags_after == original
     assert [(t.scenario, t.path, t.truth) for t in result.trials] == [
-        ("null", "typed", "physics"), ("null", "explain", "physics"),
-        ("tree-budget", "typed", "not physics"), ("tree-budget", "explain", "not physics"),
+        ("null", "typed", "physics"), ("null", "typed-own", "physics"),
+        ("null", "explain", "physics"), ("tree-budget", "typed", "not physics"),
+        ("tree-budget", "typed-own", "not physics"), ("tree-budget", "explain", "not physics"),
         ("tree-budget", "baseline", "not physics"),
     ]  # fmt: skip
+    # the operator's own figures: read as held out from the sweep, and settled by the
+    # run the answer offers whenever it offers one
+    for t in (t for t in result.trials if t.path == "typed-own"):
+        typed = t.judgement.get("typed", t.judgement)
+        assert typed["observed"]["held_out"] is True, typed
+        if "settled" in t.judgement:
+            assert typed["outcome"] == "not enough evidence"
+            assert t.judgement["settled"]["plan"]["passages"] >= 2
     for t in result.trials:
         assert t.outcome in ("physics", "not physics", "not enough evidence")
         assert t.effect is not None
@@ -78,9 +89,10 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     data = json.loads(json.dumps(result.as_dict(), default=str))
     assert [s["scenario"] for s in data["scenarios"]] == ["null", "tree-budget"]
     assert set(data["scenarios"][0]) >= {"truth", "outcomes", "right", "accuracy", "true_effect"}
-    assert data["false_alarms"]["of"] == 2 and data["restored"] is True
+    assert data["false_alarms"]["of"] == 3 and data["restored"] is True
     assert data["false_alarms"]["upper_95"] is not None
-    assert set(data["paths"]) == {"typed", "explain", "baseline"}
+    assert set(data["paths"]) == {"typed", "typed-own", "explain", "baseline"}
+    assert data["params"]["sweep_passages"] == 6
     assert data["params"]["changes"] == {"tree-budget": {"speculative-ddtree-budget": "3"}}
     table = result.table()
     assert table[0].split()[:2] == ["scenario", "truth"]

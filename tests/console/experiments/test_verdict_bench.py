@@ -181,3 +181,29 @@ def test_the_round_delay_is_a_share_of_each_rounds_compute_and_its_effect_is_kno
     assert SCENARIOS["parsers"].constructed == 0.0 and SCENARIOS["null"].constructed == 0.0
     with pytest.raises(MeasureError):
         SCENARIOS["round-delay"].changes("vllm", {})
+
+
+def test_own_figures_read_passages_no_sweep_reads_and_each_side_its_own() -> None:
+    from console.analysis.repeat_rule import MODEL_PASSAGES
+    from console.experiments.own_figures import OWN_REQUESTS, own_windows
+    from console.measure.prompts import WINDOWS
+
+    for run in range(10):
+        for scenario in range(len(SCENARIOS)):
+            before, after = own_windows(run, 2 * scenario), own_windows(run, 2 * scenario + 1)
+            assert len(set(before)) == len(set(after)) == OWN_REQUESTS
+            assert not set(before) & set(after)  # "it was" and "it is" on other prompts
+            assert all(MODEL_PASSAGES <= w < WINDOWS for w in before + after)
+    # the runs of one benchmark draw other passages for the same side
+    assert len({tuple(own_windows(run, 0)) for run in range(10)}) == 10
+
+
+def test_the_field_reports_question_is_asked_at_three_context_pairs_on_own_figures() -> None:
+    from console.experiments.verdict_scenarios import TYPED_OWN
+
+    pairs = [(s.before, s.after) for s in SCENARIOS.values() if s.name.startswith("field-report")]
+    assert len(pairs) == 3 and len(set(pairs)) == 3
+    for before, after in pairs:
+        assert (before.text_type, after.text_type) == ("code", "prose")
+        assert before.context < after.context
+    assert all(TYPED_OWN in s.paths for s in SCENARIOS.values())

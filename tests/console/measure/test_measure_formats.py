@@ -215,3 +215,12 @@ def test_fit_refuses_thin_sweeps_and_unknown_types() -> None:
         fit([_sample(64, "code", 5, 0.01), _sample(64, "code", 5, 0.01)])
     with pytest.raises(FitError, match="no 'prose' text"):
         fit([_sample(64, "code", 5, 0.01), _sample(512, "code", 5, 0.02)]).predict(100, "prose")
+
+
+def test_a_text_gives_windows_distinct_passages_then_repeats_them() -> None:
+    from console.measure.prompts import WINDOWS, window
+
+    ids = list(range(7 * 7 * 40))
+    starts = [window(ids, 16, i)[0] for i in range(WINDOWS + 1)]
+    assert len(set(starts[:WINDOWS])) == WINDOWS  # held-out figures rely on this many
+    assert starts[WINDOWS] == starts[0]
