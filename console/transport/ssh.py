@@ -8,6 +8,8 @@
   with the settings' backoff. Keepalives make a silently dead link visible.
 - Commands reach any login shell (bash, zsh, fish, dash) as one `sh` script, and what the
   shell's rc files print before it is cut off: see `remote_shell.py`.
+- Files go over SFTP; where sshd has no SFTP subsystem (found out once per connection),
+  over the command channel instead: see `exec_files.py`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 import asyncssh
+from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED
 
 from console.errors import TransportError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Command, CommandResult, CommandTimeout, LinkLost, describe
+from console.transport.exec_files import MISSING, read_script, write_script
 from console.transport.hostkeys import ConfirmHostKey
 from console.transport.remote_shell import (
     after_mark,
@@ -35,6 +39,11 @@ from console.transport.remote_shell import (
 from console.transport.ssh_link import SSHLink, SSHOptions
 
 __all__ = ["SSHLink", "SSHOptions", "SSHTransport"]
+
+
+def _reason(stderr: bytes, code: int) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1].rstrip(".") if lines else f"exit {code}"
 
 
 class SSHTransport:
@@ -55,6 +64,7 @@ class SSHTransport:
             options, name=self.name, confirm_host_key=confirm_host_key, settings=self.settings
         )
         self._home: str | None = None
+        self._no_sftp: asyncssh.SSHClientConnection | None = None  # its sshd has no SFTP
 
     @property
     def confirm_host_key(self) -> ConfirmHostKey | None:
@@ -229,42 +239,101 @@ class SSHTransport:
             return (await self.home()).rstrip("/") + path[1:]
         return path
 
+    @asynccontextmanager
+    async def _sftp(
+        self, conn: asyncssh.SSHClientConnection
+    ) -> AsyncIterator[asyncssh.SFTPClient | None]:
+        """An SFTP session on `conn`, or None when its sshd has no SFTP subsystem (asked
+        once per connection: a reconnect may reach a differently configured host)."""
+        if self._no_sftp is conn:
+            yield None
+            return
+        try:
+            client = await conn.start_sftp_client()
+        except asyncssh.ChannelOpenError as exc:
+            if exc.code != OPEN_REQUEST_SESSION_FAILED or conn.is_closed():
+                raise
+            self._no_sftp = conn
+            yield None
+            return
+        async with client:
+            yield client
+
     async def read_file(self, path: str) -> bytes:
         conn = await self.connection()
         path = await self._abs(path)
         try:
-            async with conn.start_sftp_client() as sftp, sftp.open(path, "rb") as fh:
-                return await fh.read()
+            async with self._sftp(conn) as sftp:
+                if sftp is not None:
+                    async with sftp.open(path, "rb") as fh:
+                        return await fh.read()
         except asyncssh.SFTPNoSuchFile:
             raise FileNotFoundError(path) from None
         except asyncssh.SFTPError as exc:
             raise TransportError(f"Cannot read {path} on {self.name}: {exc.reason}.") from None
-        except (asyncssh.misc.ConnectionLost, asyncssh.DisconnectError, OSError):
+        except (
+            asyncssh.ChannelOpenError,
+            asyncssh.misc.ConnectionLost,
+            asyncssh.DisconnectError,
+            OSError,
+        ):
             raise self._lost(["sftp", "read", path]) from None
+        # Outside the try: its FileNotFoundError is an OSError, not a lost link.
+        return await self._read_over_exec(path)
+
+    async def _read_over_exec(self, path: str) -> bytes:
+        code, out, err = await self._execute(
+            read_script(path), timeout=self.settings.command_timeout_s
+        )
+        if code == MISSING:
+            raise FileNotFoundError(path)
+        if code != 0:
+            raise TransportError(f"Cannot read {path} on {self.name}: {_reason(err, code)}.")
+        return out
 
     async def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         conn = await self.connection()
         path = await self._abs(path)
-        directory, name = posixpath.split(path)
-        tmp = posixpath.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
         try:
-            async with conn.start_sftp_client() as sftp:
-                if directory:
-                    await sftp.makedirs(directory, exist_ok=True)
-                try:
-                    async with sftp.open(tmp, "wb") as fh:
-                        await fh.write(data)
-                    await sftp.chmod(tmp, mode)
-                    # posix-rename replaces atomically; plain SFTP rename refuses to overwrite.
-                    await sftp.posix_rename(tmp, path)
-                except BaseException:
-                    with suppress(asyncssh.SFTPError, asyncssh.Error, OSError):
-                        await sftp.remove(tmp)
-                    raise
+            async with self._sftp(conn) as sftp:
+                if sftp is not None:
+                    return await self._write_over_sftp(sftp, path, data, mode)
         except asyncssh.SFTPError as exc:
             raise TransportError(f"Cannot write {path} on {self.name}: {exc.reason}.") from None
-        except (asyncssh.misc.ConnectionLost, asyncssh.DisconnectError, OSError):
+        except (
+            asyncssh.ChannelOpenError,
+            asyncssh.misc.ConnectionLost,
+            asyncssh.DisconnectError,
+            OSError,
+        ):
             raise self._lost(["sftp", "write", path]) from None
+        await self._write_over_exec(path, data, mode)
+
+    @staticmethod
+    async def _write_over_sftp(
+        sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int
+    ) -> None:
+        directory, name = posixpath.split(path)
+        tmp = posixpath.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        if directory:
+            await sftp.makedirs(directory, exist_ok=True)
+        try:
+            async with sftp.open(tmp, "wb") as fh:
+                await fh.write(data)
+            await sftp.chmod(tmp, mode)
+            # posix-rename replaces atomically; plain SFTP rename refuses to overwrite.
+            await sftp.posix_rename(tmp, path)
+        except BaseException:
+            with suppress(asyncssh.SFTPError, asyncssh.Error, OSError):
+                await sftp.remove(tmp)
+            raise
+
+    async def _write_over_exec(self, path: str, data: bytes, mode: int) -> None:
+        code, _, err = await self._execute(
+            write_script(path, mode), input=data, timeout=self.settings.command_timeout_s
+        )
+        if code != 0:
+            raise TransportError(f"Cannot write {path} on {self.name}: {_reason(err, code)}.")
 
     # -- ports ----------------------------------------------------------------------
 

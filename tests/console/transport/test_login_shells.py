@@ -1,5 +1,5 @@
-"""Real shells on a real sshd: login shells whose rc files print banners, and a CLI whose
-stderr holds nothing but the command's own output."""
+"""Real shells on a real sshd: login shells whose rc files print banners, an sshd without
+SFTP, and a CLI whose stderr holds nothing but the command's own output."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from console.config import SSHProfile, save_profile
+from console.errors import TransportError
 from console.transport import SSHOptions, SSHTransport
 from console.transport.remote_shell import after_mark, login_shell_line, new_mark
+from tests.console.conftest import engine_service, require_sshd
 from tests.console.factories import builtin_profile, run_cli
-from tests.console.sshd import SSHServer
+from tests.console.sshd import SSHServer, run_sshd
 from tests.console.sshd_shells import (
     BANNER_ERR,
     BANNER_OUT,
@@ -36,6 +39,13 @@ BANNER = re.compile(r"banner|Welcome", re.IGNORECASE)
 def shells() -> Iterator[ShellsSSHD]:
     with run_shells_sshd() as found:
         yield found
+
+
+@pytest.fixture(scope="module")
+def no_sftp_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHServer]:
+    require_sshd()
+    with run_sshd(tmp_path_factory.mktemp("nosftp"), sftp=False) as server:
+        yield server
 
 
 def _known(server: SSHServer, tmp_path: Path) -> str:
@@ -131,3 +141,61 @@ def test_cli_status_through_a_bannered_shell(
     # Nothing but the command's own output: no banner, no third-party warning.
     assert done.stderr == "", done.stderr
     assert not BANNER.search(done.stdout)
+
+
+# -- an sshd without SFTP -------------------------------------------------------------------
+
+
+async def test_files_over_exec_without_sftp(
+    no_sftp_sshd: SSHServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asks: list[object] = []
+    real = asyncssh.SSHClientConnection.start_sftp_client
+
+    def counting(self: asyncssh.SSHClientConnection, *args: object, **kw: object) -> object:
+        asks.append(self)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(asyncssh.SSHClientConnection, "start_sftp_client", counting)
+    options = SSHOptions(
+        destination="testhost", config_paths=[str(no_sftp_sshd.ssh_config)],
+        known_hosts=[_known(no_sftp_sshd, tmp_path)],
+        client_keys=[str(no_sftp_sshd.client_key)], use_agent=False, connect_timeout=10,
+    )  # fmt: skip
+    t = SSHTransport(options, name="nosftp-box")
+    target = tmp_path / "dir with space" / "it's.json"
+    try:
+        await t.write_file(str(target), b"first", mode=0o640)
+        assert target.read_bytes() == b"first"
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+        data = bytes(range(256)) + b"no newline at the end"
+        await t.write_file(str(target), data)
+        assert await t.read_file(str(target)) == data
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644
+        with pytest.raises(FileNotFoundError):
+            await t.read_file(str(tmp_path / "missing"))
+        # A write that cannot land leaves the old file and no temp file behind.
+        with pytest.raises(TransportError, match=r"^Cannot write .* on nosftp-box: .+\.$"):
+            await t.write_file(str(target / "below-a-file"), b"x")
+        assert target.read_bytes() == data
+        assert sorted(p.name for p in target.parent.iterdir()) == ["it's.json"]
+        # Asked once on this connection, then remembered.
+        assert len(asks) == 1
+    finally:
+        await t.close()
+
+
+async def test_launch_config_writes_without_sftp(no_sftp_sshd: SSHServer, tmp_path: Path) -> None:
+    # What `set` and `rollback` write before they restart: the current and last-good configs.
+    ssh = _profile_ssh(no_sftp_sshd, no_sftp_sshd.ssh_config, "testhost", tmp_path)
+    profile = builtin_profile("nosftp-gpu", tmp_path / "state", ssh=ssh)
+    async with engine_service(profile, stop=False) as service:
+        store = await service.store()
+        assert await store.current() is None
+        old = service.config_for({"port": 7001})
+        new = service.config_for({"port": 7002})
+        await store.write_last_good(old)
+        await store.write_current(new)
+        assert (await store.current()).id == new.id  # type: ignore[union-attr]
+        assert (await store.last_good()).id == old.id  # type: ignore[union-attr]
+        assert (await service.status()).state == "stopped"
