@@ -32,6 +32,7 @@ from console.commands.base import (
     ask,
     err,
     is_tty,
+    lease_options,
     print_failure,
     with_service,
 )
@@ -77,6 +78,13 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print(line)
         if st.message:
             print(f"  {st.message}")
+        for note in (st.port_note, st.drift):
+            if note:
+                print(f"  warning: {note}")
+        if st.lease:
+            print(f"  being changed by {st.lease}")
+        if st.revision:
+            print(f"  launch config revision {st.revision}")
         if st.hint:
             print(f"  {st.hint}")
         if st.root_cause:
@@ -303,10 +311,12 @@ def _register_service_commands(host_command: HostCommand) -> None:
                        help="follow it until ready or failed (default; --no-wait returns "
                             "while it starts)")  # fmt: skip
         wait_options(p)
+        lease_options(p)
         p.set_defaults(func=func)
 
     p = host_command("stop", "Stop the engine service (SIGTERM, then SIGKILL after --timeout).")
     p.add_argument("--timeout", type=float, default=DEFAULT_SETTINGS.stop_timeout_s)
+    lease_options(p)
     p.set_defaults(func=cmd_stop)
 
     p = host_command("flags", "Show the engine's flags (from its --help) and current values.")
@@ -346,10 +356,12 @@ def _register_service_commands(host_command: HostCommand) -> None:
     p.add_argument("--json", action="store_true", help="the outcome (and comparison) as JSON")
     baseline_options(p)
     wait_options(p)
+    lease_options(p)
     p.set_defaults(func=cmd_set)
 
     p = host_command("rollback", "Restore the last-good flags, restart and wait for ready.")
     wait_options(p)
+    lease_options(p)
     p.set_defaults(func=cmd_rollback)
 
     p = host_command("logs", "Print the engine's log (the current run).")

@@ -38,6 +38,9 @@ class ConsoleSettings(BaseModel):
     command_timeout_s: float = Field(default=30.0, gt=0)  # one short command on the host
     ready_timeout_s: float = Field(default=600.0, gt=0)  # start/apply/rollback: wait for ready
     stop_timeout_s: float = Field(default=20.0, gt=0)  # SIGTERM, then SIGKILL after this
+    # A change waits this long for another writer's lease on the service (0: refused at
+    # once): as long as that writer's restart may take, its stop and its ready wait.
+    lease_wait_s: float = Field(default=900.0, ge=0)
     probe_timeout_s: float = Field(default=5.0, gt=0)  # one /health probe
     request_retry_s: float = Field(default=180.0, gt=0)  # a dropped link may take this to return
     request_timeout_s: float = Field(default=600.0, gt=0)  # one measured request, end to end

@@ -25,6 +25,7 @@ from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureSession
 from console.numbers import NumberListError, parse_counts
 from console.service import EngineService, LifecycleEvent
+from console.settings import DEFAULT_SETTINGS
 from console.store import RunStore
 from console.transport import HostKeyInfo
 
@@ -110,6 +111,12 @@ async def with_service(
     opened = EngineService.open(
         args.host, confirm_host_key=host_key_confirmer(args.accept_new_host_key)
     )
+    # A change waits for another writer's lease (`--wait-lock`, else the settings'
+    # bounded default) and says whom it waits for, where the progress lines go.
+    opened.service.on_note = lambda text: err(f"  {text}")
+    wait_lock = getattr(args, "wait_lock", None)
+    if wait_lock is not None:
+        opened.service.lease_wait = wait_lock
     async with opened as service, service.subscribe() as events:
         printer = asyncio.create_task(_deliver(events, on_event)) if on_event else None
         try:
@@ -124,6 +131,27 @@ async def with_service(
 
 
 HostCommand = Callable[[str, str], argparse.ArgumentParser]
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0") from None
+    return value
+
+
+def lease_options(p: argparse.ArgumentParser) -> None:
+    """`--wait-lock`: for the commands that change a service (they take its lease)."""
+    p.add_argument(
+        "--wait-lock", type=seconds, metavar="SECONDS", default=None,
+        help="while another writer (a person, the TUI, a script) changes this service, "
+        "wait up to SECONDS for its lease, naming the holder (default "
+        f"{DEFAULT_SETTINGS.lease_wait_s:g} s, --yes scripts included: as long as one "
+        "restart may take); 0 refuses at once with the holder's name",
+    )  # fmt: skip
 
 
 # -- the measuring commands' shared parts ------------------------------------------------

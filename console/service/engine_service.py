@@ -19,10 +19,12 @@ from console.backends import Backend, DiscoveredSchema, get_backend
 from console.config import FlagValue, HostProfile
 from console.errors import ConsoleError, FlagError, ServiceError
 from console.events import Broadcast, Subscription
+from console.service.engine_checks import EngineChecks
 from console.service.engine_client import EngineClient
 from console.service.flag_change import ApplyResult, FlagPlan, plan_change
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
+from console.service.lease import HeldLease, Holder, Lease, Note
 from console.service.lifecycle import Lifecycle, LifecycleEvent, State
 from console.service.log_follower import LogFollower
 from console.service.process_supervisor import ProcessSupervisor
@@ -92,6 +94,11 @@ class EngineService:
         self._schema: DiscoveredSchema | None = None
         self._client: EngineClient | None = None
         self._action: str | None = None
+        self._held: HeldLease | None = None
+        # How long a change waits for another writer's lease (0: refused at once), and
+        # where "waiting for the lease held by ..." goes (the CLI: stderr).
+        self.lease_wait: float = self.settings.lease_wait_s
+        self.on_note: Note | None = None
 
     @classmethod
     def open(
@@ -140,6 +147,40 @@ class EngineService:
             yield
         finally:
             self._action = None
+
+    @contextlib.asynccontextmanager
+    async def writing(self, what: str) -> AsyncIterator[None]:
+        """The action slot here and the writer's lease on the host, for a change: from
+        its config write through the restart to ready, no other writer touches the
+        service (see `lease`)."""
+        async with self.action(what):
+            lease = Lease(self.transport, await self.files(), timeout=self._short())
+            holder = Holder.here(what)
+            async with lease.hold(holder, wait=self.lease_wait, on_note=self._note) as held:
+                self._held = held
+                try:
+                    yield
+                finally:
+                    self._held = None
+
+    def _note(self, text: str) -> None:
+        if self.on_note is not None:
+            self.on_note(text)
+
+    def _still_held(self) -> None:
+        """Before each write: a lease lost with the link must not go on changing things."""
+        if self._held is not None:
+            self._held.check()
+
+    def _short(self) -> float:
+        return self.settings.command_timeout_s
+
+    async def checks(self) -> EngineChecks:
+        return EngineChecks(self.transport, await self.files(), self.settings)
+
+    async def _port(self) -> int:
+        config = await (await self.store()).current()
+        return (config.port if config else None) or self.profile.port
 
     async def client(self) -> EngineClient:
         """The session's engine client, on the port the current launch config uses."""
@@ -231,9 +272,12 @@ class EngineService:
             with contextlib.suppress(ConsoleError):
                 await self.schema()  # the installed engine's spellings, as a start uses
             planned = self.config_for(self.backend.initial_flags(self.profile))
-        return await read_status(
+        status = await read_status(
             self.profile, self.backend, supervisor, config, await self.client(), planned
         )
+        lease = Lease(self.transport, await self.files(), timeout=self._short())
+        holder = await lease.current_holder()
+        return await (await self.checks()).annotate(status, holder)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -243,16 +287,26 @@ class EngineService:
         supervisor = await self.supervisor()
         lifecycle = self._new_lifecycle()
         lifecycle.starting(f"starting {self.profile.engine} on {self.profile.name}")
+        checks = await self.checks()
+        port = config.port or self.profile.port
+        await checks.clear_port(port, self._note)
+        self._still_held()
         await supervisor.start(config)
         if not wait:
             return lifecycle.current
         http = await self.client()
-        return await follow_until_settled(lifecycle, supervisor, http, timeout=timeout)
+
+        async def verify() -> str | None:
+            return await checks.not_ours(port, (await supervisor.state()).pid, config)
+
+        return await follow_until_settled(
+            lifecycle, supervisor, http, timeout=timeout, verify=verify
+        )
 
     async def start(self, *, wait: bool = False, timeout: float | None = None) -> LifecycleEvent:
         """Start the engine; with `wait`, follow it until ready or failed (`timeout`
         defaults to the settings' `ready_timeout_s`)."""
-        async with self.action("start"):
+        async with self.writing("start"):
             return await self._start(wait=wait, timeout=self._ready(timeout))
 
     def _ready(self, timeout: float | None) -> float:
@@ -269,6 +323,7 @@ class EngineService:
         if config is None:
             # First start: the profile's flags become the host's launch config.
             config = await self._first_config()
+            self._still_held()
             await store.write_current(config)
         event = await self._start_and_follow(config, wait=wait, timeout=timeout)
         await record_outcome(store, config, event)
@@ -276,7 +331,7 @@ class EngineService:
 
     async def stop(self, timeout: float | None = None) -> None:
         """SIGTERM, then SIGKILL after `timeout` (default: the settings' `stop_timeout_s`)."""
-        async with self.action("stop"):
+        async with self.writing("stop"):
             await self._stop(timeout)
 
     async def _stop(self, timeout: float | None = None) -> None:
@@ -284,13 +339,16 @@ class EngineService:
         if (await supervisor.state()).state == "running":
             self.events.publish(LifecycleEvent("stopping", message=f"stopping {self._where()}"))
         await supervisor.stop(self.settings.stop_timeout_s if timeout is None else timeout)
+        # An engine of ours that lost its pid file (an older console's race) goes too.
+        checks = await self.checks()
+        await checks.end_orphans(await checks.owners(await self._port(), None), self._note)
         if self._client is not None:
             await self._client.close()  # the old process's port is gone
             self._client = None
         self.events.publish(LifecycleEvent("stopped", message=f"{self._where()} is stopped"))
 
     async def restart(self, *, wait: bool = False, timeout: float | None = None) -> LifecycleEvent:
-        async with self.action("restart"):
+        async with self.writing("restart"):
             await self._stop()
             return await self._start(wait=wait, timeout=self._ready(timeout))
 
@@ -302,7 +360,8 @@ class EngineService:
 
     async def apply(self, plan: FlagPlan, *, timeout: float | None = None) -> ApplyResult:
         """Write the new config (previous one kept as last-good), restart, wait for ready."""
-        async with self.action("apply"):
+        async with self.writing("apply"):
+            # Under the lease: a change written since this diff was made is never lost.
             store = await self.store()
             current = await store.current()
             if (current.id if current else None) != (plan.old.id if plan.old else None):
@@ -310,6 +369,7 @@ class EngineService:
                     f"The launch config on {self.profile.name} changed since this diff was "
                     "made; run the command again."
                 )
+            self._still_held()
             if current is not None and not await store.known_bad(current):
                 await store.write_last_good(current)
             await store.write_current(plan.new)
@@ -327,11 +387,12 @@ class EngineService:
 
     async def rollback(self, *, timeout: float | None = None) -> ApplyResult:
         """Restore last-good.json as the launch config, restart and wait for ready."""
-        async with self.action("rollback"):
+        async with self.writing("rollback"):
             store = await self.store()
             last_good = await store.last_good()
             if last_good is None:
                 raise ServiceError(no_last_good(self.profile.name))
+            self._still_held()
             await store.write_current(last_good)
             return await self._restart_with(store, last_good, self._ready(timeout))
 

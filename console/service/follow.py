@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 
 from console.errors import TransportError
 from console.service.engine_client import EngineClient
@@ -31,11 +32,14 @@ async def follow_until_settled(
     *,
     timeout: float,
     poll: float = 0.5,
+    verify: Callable[[], Awaitable[str | None]] | None = None,
 ) -> LifecycleEvent:
     """Poll state and health, stream logs, and stop at the first terminal state.
 
     Not being ready within `timeout` counts as failed (the process is left running:
     a very large model may simply need longer; `status` shows how far it got).
+    `verify`, at the first healthy answer, says why the engine answering is not ours
+    (None: it is); then the start fails instead of reporting ready.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -44,7 +48,12 @@ async def follow_until_settled(
         while lifecycle.state not in TERMINAL:
             lifecycle.feed_supervisor(await supervisor.state())
             if lifecycle.state in ("starting", "loading") and http is not None:
-                lifecycle.feed_health(await http.healthy())
+                healthy = await http.healthy()
+                problem = await verify() if healthy and verify is not None else None
+                if problem:
+                    lifecycle.fail(problem)
+                    break
+                lifecycle.feed_health(healthy)
             if lifecycle.state in TERMINAL:
                 break
             if loop.time() >= deadline:

@@ -7,6 +7,8 @@ and the console) and the wrapper's pid is also the process-group id. The wrapper
 - forwards SIGTERM to the engine and keeps waiting, so "wrapper alive" means "engine
   alive" and stop can wait for a clean shutdown;
 - writes the engine's exit code to `exitcode`, so a crash is told apart from a stop.
+The engine's environment carries `SPECCONSOLE_SERVICE_DIR` (see `port_owner`), so an
+engine of ours found on the port without its pid file is still known for ours.
 Liveness reads /proc (where present) because an unreaped zombie still answers `kill -0`.
 Every path and argv element goes through `shlex.quote`.
 """
@@ -18,6 +20,7 @@ from collections.abc import AsyncIterator
 
 from console.errors import ServiceError
 from console.service.launch import LaunchConfig, ServiceFiles
+from console.service.port_owner import MARKER
 from console.service.supervisor import SupervisorState
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport, check
@@ -73,6 +76,7 @@ fi
 rm -f {self._q(f.pid)} {self._q(f.exitcode)}
 [ -f {self._q(f.log)} ] && mv -f {self._q(f.log)} {self._q(f.log + ".1")}
 {cd}
+export {MARKER}={self._q(f.dir)}
 setsid sh -c {shlex.quote(_WRAPPER)} specconsole-wrapper {self._q(f.pid)} {self._q(f.exitcode)} \
   {shlex.join(argv)} > {self._q(f.log)} 2>&1 < /dev/null &
 i=0
@@ -107,6 +111,9 @@ if [ -n "$pid" ] && alive "$pid"; then
     kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
     echo "killed after {timeout:g} s" >&2
   fi
+  # The engine is gone; what it started and did not reap (a tokenizer or scheduler
+  # process) would keep its GPU memory or even its port: the group goes with it.
+  kill -s KILL -- "-$pid" 2>/dev/null
 fi
 rm -f {self._q(f.pid)}
 """

@@ -44,6 +44,16 @@ class ServiceStatus:
     bind: Bind | None = None
     root_cause: str = ""  # a failure's first fatal/ERROR line, from the engine's log
     hint: str = ""  # one sentence for a failure the engine's adapter recognises
+    # What the host says beside the supervisor (see `engine_checks`):
+    port_note: str = ""  # a foreign listener or an orphan of ours on the port
+    running_argv: tuple[str, ...] | None = None  # what the engine under our pid runs
+    drift: str = ""  # how that differs from the launch config ("" when it does not)
+    lease: str = ""  # who holds the writer's lease now (a change in progress)
+
+    @property
+    def revision(self) -> str | None:
+        """The launch config's id, as read: what a reader saw, to tell a later change."""
+        return self.config.id if self.config else None
 
     @property
     def launch(self) -> LaunchConfig | None:
@@ -71,6 +81,11 @@ class ServiceStatus:
             "bind_wide": self.bind.wide if self.bind else None,
             "root_cause": self.root_cause,
             "hint": self.hint,
+            "revision": self.revision,
+            "running_argv": list(self.running_argv) if self.running_argv is not None else None,
+            "drift": self.drift,
+            "port_note": self.port_note,
+            "lease": self.lease,
         }
 
 

@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from console.config import HostProfile
 from console.settings import ConsoleSettings
+
+# Before anything below that may import asyncssh (see quiet_crypto).
+from console.transport import quiet_crypto  # noqa: F401
 from console.transport.base import (
     Command,
     CommandFailed,

@@ -6,6 +6,10 @@
 - Host keys: see `hostkeys.py`. Unknown keys need a confirmation, changed keys are refused.
 - A dropped link fails the command in flight with `LinkLost`; the next call reconnects
   with the settings' backoff. Keepalives make a silently dead link visible.
+- Commands reach any login shell (bash, zsh, fish, dash) as one `sh` script, and what the
+  shell's rc files print before it is cut off: see `remote_shell.py`.
+- Files go over SFTP; where sshd has no SFTP subsystem (found out once per connection),
+  over the command channel instead: see `exec_files.py`.
 """
 
 from __future__ import annotations
@@ -18,16 +22,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 import asyncssh
+from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED
 
 from console.errors import TransportError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Command, CommandResult, CommandTimeout, LinkLost, describe
+from console.transport.exec_files import MISSING, read_script, write_script
 from console.transport.hostkeys import ConfirmHostKey
+from console.transport.remote_shell import (
+    after_mark,
+    login_shell_line,
+    new_mark,
+    pid_after_mark,
+    print_mark,
+)
 from console.transport.ssh_link import SSHLink, SSHOptions
 
 __all__ = ["SSHLink", "SSHOptions", "SSHTransport"]
 
-_PID_MARK = "__specconsole_pid__="
+
+def _reason(stderr: bytes, code: int) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1].rstrip(".") if lines else f"exit {code}"
 
 
 class SSHTransport:
@@ -48,6 +64,7 @@ class SSHTransport:
             options, name=self.name, confirm_host_key=confirm_host_key, settings=self.settings
         )
         self._home: str | None = None
+        self._no_sftp: asyncssh.SSHClientConnection | None = None  # its sshd has no SFTP
 
     @property
     def confirm_host_key(self) -> ConfirmHostKey | None:
@@ -73,19 +90,20 @@ class SSHTransport:
     # -- commands -------------------------------------------------------------------
 
     @staticmethod
-    def _remote(cmd: Command) -> str:
-        # The remote login shell parses the command line; wrap scripts in sh so their
-        # meaning does not depend on that shell, and quote argv element by element.
-        return f"sh -c {shlex.quote(cmd)}" if isinstance(cmd, str) else shlex.join(cmd)
-
-    @staticmethod
-    def _with_pid(cmd: Command, to_stderr: bool) -> str:
-        # The command first reports its pid, so that ending it early (a timeout, a closed
-        # stream) can kill it on the host: sshd ignores SSH "signal" requests for root
-        # sessions, and closing the channel alone leaves e.g. a quiet `tail -f` running.
+    def _script(cmd: Command, mark: bytes, *, merge: bool) -> str:
+        # The marker lines come first, so that whatever the login shell's rc files printed
+        # can be cut off (see remote_shell); the stderr one (stdout's when `merge`) carries
+        # the pid, so that ending the command early (a timeout, a closed stream) can kill it
+        # on the host: sshd ignores SSH "signal" requests for root sessions, and closing
+        # the channel alone leaves e.g. a quiet `tail -f` running. The command itself runs
+        # under `sh -c`, argv quoted element by element.
         inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
-        redirect = " >&2" if to_stderr else ""
-        return f"echo {_PID_MARK}$${redirect}; exec sh -c {shlex.quote(inner)}"
+        marks = (
+            ["exec 2>&1", print_mark(mark, pid=True)]
+            if merge
+            else [print_mark(mark), print_mark(mark, stderr=True, pid=True)]
+        )
+        return "; ".join([*marks, f"exec sh -c {shlex.quote(inner)}"])
 
     async def _end_remote(self, proc: asyncssh.SSHClientProcess, pid: str | None) -> None:
         with suppress(asyncssh.Error, OSError):
@@ -94,7 +112,7 @@ class SSHTransport:
         if pid and pid.isdigit() and self.link.alive():
             # The session's process group when sh leads it, else just the command.
             with suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
-                await self.run(
+                await self._execute(
                     f"kill -s TERM -- -{pid} 2>/dev/null || kill -s TERM {pid} 2>/dev/null",
                     timeout=10,
                     _track=False,
@@ -106,27 +124,42 @@ class SSHTransport:
         *,
         input: str | None = None,
         timeout: float | None = 60.0,
-        _track: bool = True,
     ) -> CommandResult:
+        code, out, err = await self._execute(
+            cmd, input=None if input is None else input.encode(), timeout=timeout
+        )
+        return CommandResult(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+    async def _execute(
+        self,
+        cmd: Command,
+        *,
+        input: bytes | None = None,
+        timeout: float | None = 60.0,
+        _track: bool = True,
+    ) -> tuple[int, bytes, bytes]:
+        """`run` in bytes: exit code, stdout and stderr with the rc files' output cut off."""
         conn = await self.connection()
-        remote = self._remote(self._with_pid(cmd, to_stderr=True) if _track else cmd)
+        mark = new_mark()
+        remote = login_shell_line(self._script(cmd, mark, merge=False))
         try:
-            proc = await conn.create_process(remote, encoding="utf-8", errors="replace")
+            proc = await conn.create_process(remote, encoding=None)
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
             raise self._lost(cmd) from None
         pid: str | None = None
-        stderr_head = ""
+        stderr_head = b""
         try:
             if input is not None:
                 proc.stdin.write(input)
             proc.stdin.write_eof()
             async with asyncio.timeout(timeout):
-                if _track:
-                    first = await proc.stderr.readline()
-                    if first.startswith(_PID_MARK):
-                        pid = first[len(_PID_MARK) :].strip()
-                    else:
-                        stderr_head = first
+                # Up to the marker, stderr is the rc files' (the pid is on the marker line).
+                # Kill-on-timeout needs no pid for the little `kill` command itself.
+                while _track:
+                    line = await proc.stderr.readline()
+                    stderr_head += line
+                    if not line or (pid := pid_after_mark(line, mark)) is not None:
+                        break
                 done = await proc.wait()
         except TimeoutError:
             await self._end_remote(proc, pid)
@@ -143,20 +176,27 @@ class SSHTransport:
         code = done.exit_status if done.exit_status is not None else 128 + 15
         if code == -1:  # asyncssh's "killed by a signal"
             code = 128 + 15
-        return CommandResult(code, str(done.stdout or ""), stderr_head + str(done.stderr or ""))
+        stdout = bytes(done.stdout or b"")
+        stderr = stderr_head + bytes(done.stderr or b"")
+        # No marker: the shell failed before the script ran; what it printed is the reason.
+        out, err = after_mark(stdout, mark), after_mark(stderr, mark)
+        return code, stdout if out is None else out, stderr if err is None else err
 
     async def stream(self, cmd: Command) -> AsyncIterator[str]:
         conn = await self.connection()
+        mark = new_mark()
         try:
+            # The script sends its stderr to stdout after the marker; the channel's stderr
+            # then carries only what the rc files printed there.
             proc = await conn.create_process(
-                self._remote(self._with_pid(cmd, to_stderr=False)),
-                encoding="utf-8",
-                errors="replace",
-                stderr=asyncssh.STDOUT,
+                login_shell_line(self._script(cmd, mark, merge=True)),
+                encoding=None,
+                stderr=asyncssh.DEVNULL,
             )
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
             raise self._lost(cmd) from None
         pid: str | None = None
+        before_mark: list[bytes] = []  # the rc files' banner, unless no marker ever comes
         try:
             proc.stdin.write_eof()
             while True:
@@ -166,10 +206,15 @@ class SSHTransport:
                     raise self._lost(cmd) from None
                 if not line:  # EOF: the command ended, or the channel died with the link
                     break
-                if pid is None and line.startswith(_PID_MARK):
-                    pid = line[len(_PID_MARK) :].strip()
+                if pid is None:
+                    pid = pid_after_mark(line, mark)
+                    if pid is None:
+                        before_mark.append(line)
                     continue
-                yield line.rstrip("\r\n")
+                yield line.decode("utf-8", "replace").rstrip("\r\n")
+            if pid is None:  # the shell failed before the script ran: that is the reason
+                for line in before_mark:
+                    yield line.decode("utf-8", "replace").rstrip("\r\n")
             await proc.wait_closed()
             if proc.exit_status is None and proc.exit_signal is None:
                 raise self._lost(cmd)
@@ -194,42 +239,101 @@ class SSHTransport:
             return (await self.home()).rstrip("/") + path[1:]
         return path
 
+    @asynccontextmanager
+    async def _sftp(
+        self, conn: asyncssh.SSHClientConnection
+    ) -> AsyncIterator[asyncssh.SFTPClient | None]:
+        """An SFTP session on `conn`, or None when its sshd has no SFTP subsystem (asked
+        once per connection: a reconnect may reach a differently configured host)."""
+        if self._no_sftp is conn:
+            yield None
+            return
+        try:
+            client = await conn.start_sftp_client()
+        except asyncssh.ChannelOpenError as exc:
+            if exc.code != OPEN_REQUEST_SESSION_FAILED or conn.is_closed():
+                raise
+            self._no_sftp = conn
+            yield None
+            return
+        async with client:
+            yield client
+
     async def read_file(self, path: str) -> bytes:
         conn = await self.connection()
         path = await self._abs(path)
         try:
-            async with conn.start_sftp_client() as sftp, sftp.open(path, "rb") as fh:
-                return await fh.read()
+            async with self._sftp(conn) as sftp:
+                if sftp is not None:
+                    async with sftp.open(path, "rb") as fh:
+                        return await fh.read()
         except asyncssh.SFTPNoSuchFile:
             raise FileNotFoundError(path) from None
         except asyncssh.SFTPError as exc:
             raise TransportError(f"Cannot read {path} on {self.name}: {exc.reason}.") from None
-        except (asyncssh.misc.ConnectionLost, asyncssh.DisconnectError, OSError):
+        except (
+            asyncssh.ChannelOpenError,
+            asyncssh.misc.ConnectionLost,
+            asyncssh.DisconnectError,
+            OSError,
+        ):
             raise self._lost(["sftp", "read", path]) from None
+        # Outside the try: its FileNotFoundError is an OSError, not a lost link.
+        return await self._read_over_exec(path)
+
+    async def _read_over_exec(self, path: str) -> bytes:
+        code, out, err = await self._execute(
+            read_script(path), timeout=self.settings.command_timeout_s
+        )
+        if code == MISSING:
+            raise FileNotFoundError(path)
+        if code != 0:
+            raise TransportError(f"Cannot read {path} on {self.name}: {_reason(err, code)}.")
+        return out
 
     async def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         conn = await self.connection()
         path = await self._abs(path)
-        directory, name = posixpath.split(path)
-        tmp = posixpath.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
         try:
-            async with conn.start_sftp_client() as sftp:
-                if directory:
-                    await sftp.makedirs(directory, exist_ok=True)
-                try:
-                    async with sftp.open(tmp, "wb") as fh:
-                        await fh.write(data)
-                    await sftp.chmod(tmp, mode)
-                    # posix-rename replaces atomically; plain SFTP rename refuses to overwrite.
-                    await sftp.posix_rename(tmp, path)
-                except BaseException:
-                    with suppress(asyncssh.SFTPError, asyncssh.Error, OSError):
-                        await sftp.remove(tmp)
-                    raise
+            async with self._sftp(conn) as sftp:
+                if sftp is not None:
+                    return await self._write_over_sftp(sftp, path, data, mode)
         except asyncssh.SFTPError as exc:
             raise TransportError(f"Cannot write {path} on {self.name}: {exc.reason}.") from None
-        except (asyncssh.misc.ConnectionLost, asyncssh.DisconnectError, OSError):
+        except (
+            asyncssh.ChannelOpenError,
+            asyncssh.misc.ConnectionLost,
+            asyncssh.DisconnectError,
+            OSError,
+        ):
             raise self._lost(["sftp", "write", path]) from None
+        await self._write_over_exec(path, data, mode)
+
+    @staticmethod
+    async def _write_over_sftp(
+        sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int
+    ) -> None:
+        directory, name = posixpath.split(path)
+        tmp = posixpath.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        if directory:
+            await sftp.makedirs(directory, exist_ok=True)
+        try:
+            async with sftp.open(tmp, "wb") as fh:
+                await fh.write(data)
+            await sftp.chmod(tmp, mode)
+            # posix-rename replaces atomically; plain SFTP rename refuses to overwrite.
+            await sftp.posix_rename(tmp, path)
+        except BaseException:
+            with suppress(asyncssh.SFTPError, asyncssh.Error, OSError):
+                await sftp.remove(tmp)
+            raise
+
+    async def _write_over_exec(self, path: str, data: bytes, mode: int) -> None:
+        code, _, err = await self._execute(
+            write_script(path, mode), input=data, timeout=self.settings.command_timeout_s
+        )
+        if code != 0:
+            raise TransportError(f"Cannot write {path} on {self.name}: {_reason(err, code)}.")
 
     # -- ports ----------------------------------------------------------------------
 

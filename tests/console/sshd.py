@@ -52,8 +52,9 @@ class SSHServer:
 
 
 @contextlib.contextmanager
-def run_sshd(root: Path, extra_config: str = "") -> Iterator[SSHServer]:
-    """`extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for fake tools)."""
+def run_sshd(root: Path, extra_config: str = "", *, sftp: bool = True) -> Iterator[SSHServer]:
+    """`extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for fake tools);
+    `sftp=False`: no SFTP subsystem, as on hosts whose sshd was built or set up without."""
     if not os.path.exists(SSHD):
         raise FileNotFoundError(SSHD)
     root.mkdir(parents=True, exist_ok=True)
@@ -81,7 +82,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 AllowTcpForwarding yes
-Subsystem sftp internal-sftp
+{"Subsystem sftp internal-sftp" if sftp else ""}
 MaxStartups 100:30:200
 MaxSessions 100
 LogLevel ERROR
