@@ -44,9 +44,9 @@ from console.analysis.intervals import Interval, percentile, pool, usable
 from console.analysis.pairing import CHANGE_LEVEL, paired_figures
 from console.analysis.passage_spread import PassageSpread, passage_spread
 from console.analysis.records import RequestSample
+from console.analysis.thresholds import LEVEL
 from console.analysis.typed_noise import FigureNoise, noise_at
 
-LEVEL = 0.95  # the prediction interval scored
 TARGET = (0.92, 0.98)  # the share of held-out figures a 95% interval should hold
 DRAWS = 4000
 Z95 = 1.959964

@@ -1,4 +1,4 @@
-"""tok/s = commit length / step time, fitted from a sweep and used to explain a figure.
+"""tok/s = commit length / step time, fitted from a sweep: the fixed effects of the model.
 
 At concurrency 1 a speculative engine commits `commit` tokens per verify round and a
 round takes `step` seconds, so decode tok/s = commit / step. The two factors move for
@@ -12,27 +12,22 @@ module fits
                       trained on short sequences loses acceptance as context grows;
                       a constant would hide that, a line would invent a shape)
 
-and predicts tok/s for any (context, text type). `explain` then takes an observed figure
-(and optionally a baseline) and splits the change into a context factor, a text factor
-and a residual, with the arithmetic written out the way an operator checks it by hand:
-a residual that neither factor explains is what is worth a bug hunt.
+and predicts tok/s for any (context, text type). The verdict (`verdict.judge`) splits a
+change through these predictions into a context factor, a text factor and a residual,
+each with its interval from the whole model (docs/model.md).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.records import RequestSample
+from console.analysis.thresholds import BAD_FIT
 from console.errors import ConsoleError
-
-BAD_FIT = 0.15  # a point more than 15% off the line means the linear model fits badly
-MOVED = 0.10  # a factor that changes tok/s by more than 10% "moved"
-UNEXPLAINED = 0.20  # a residual over 20% is not explained by context or text
 
 
 class FitError(ConsoleError):
@@ -261,202 +256,3 @@ def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
         flags_hash=next(iter(hashes)) if len(hashes) == 1 else "",
         notes=tuple(notes),
     )
-
-
-# -- verdict ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Factor:
-    name: str  # "context" | "text" | "residual"
-    ratio: float  # its multiplier on tok/s
-    detail: str
-
-    @property
-    def moved(self) -> bool:
-        limit = UNEXPLAINED if self.name == "residual" else MOVED
-        return abs(math.log(self.ratio)) > math.log(1 + limit) if self.ratio > 0 else True
-
-
-@dataclass(frozen=True)
-class Verdict:
-    headline: str
-    cause: str  # "context" | "text" | "context+text" | "unexplained" | "expected"
-    observed: float
-    predicted: float
-    factors: tuple[Factor, ...]
-    lines: tuple[str, ...]  # the arithmetic, one step a line
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "headline": self.headline,
-            "cause": self.cause,
-            "observed_tok_s": self.observed,
-            "predicted_tok_s": self.predicted,
-            "factors": [
-                {"name": f.name, "ratio": f.ratio, "moved": f.moved, "detail": f.detail}
-                for f in self.factors
-            ],
-            "arithmetic": list(self.lines),
-        }
-
-    def text(self) -> str:
-        return "\n".join([self.headline, *(f"  {line}" for line in self.lines)])
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3g} ms"
-
-
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.0f}%"
-
-
-def explain(
-    model: ThroughputModel,
-    *,
-    observed: float,
-    context: float,
-    text_type: str,
-    baseline: float | None = None,
-    baseline_context: float | None = None,
-    baseline_text: str | None = None,
-    observed_commit: float | None = None,
-    observed_step: float | None = None,
-) -> Verdict:
-    """Explain `observed` tok/s at (context, text type) against the fitted model.
-
-    With a baseline (tok/s at `baseline_context` on `baseline_text`, default the smallest
-    swept context and the same text), the change observed/baseline is split through the
-    model's own predictions: a context factor (the baseline's text moved from its context
-    to this one: step time, and the drafter's acceptance as context grows), a text factor
-    (this text against the baseline's at this context: commit length, and what it does to
-    the round), and a residual neither explains. Without one, the model's prediction at
-    the observed point is the reference. Observed commit and step (from the live series)
-    say which factor a residual sits in.
-    """
-    if observed <= 0:
-        raise FitError(f"The observed throughput must be positive, not {observed:g}.")
-    step = model.step_at(context, text_type)
-    commit = model.commit_at(text_type, context)
-    predicted = commit / step
-    lines = [
-        f"model at context {context:.0f}, {text_type}: commit {commit:.2f} / step {_ms(step)} "
-        f"= {predicted:.1f} tok/s"
-    ]
-    if baseline is not None:
-        b_ctx = model.contexts[0] if baseline_context is None else baseline_context
-        factors = _against_baseline(
-            model, lines, observed, context, text_type, baseline, b_ctx, baseline_text or text_type
-        )
-    else:
-        factors = _against_model(model, lines, observed, context, text_type)
-    if observed_commit is not None and observed_step is not None:
-        lines.append(
-            f"measured: commit {observed_commit:.2f} ({_pct(observed_commit / commit)} vs model), "
-            f"step {_ms(observed_step)} ({_pct(observed_step / step)} vs model)"
-        )
-    if not model.step_fits:
-        lines.append(
-            "caution: " + model.notes[0] if model.notes else "caution: the step fit is rough"
-        )
-    return Verdict(
-        headline=_headline(factors, observed, baseline),
-        cause=_cause(factors),
-        observed=observed,
-        predicted=predicted,
-        factors=tuple(factors),
-        lines=tuple(lines),
-    )
-
-
-def _against_baseline(
-    model: ThroughputModel,
-    lines: list[str],
-    observed: float,
-    context: float,
-    text_type: str,
-    baseline: float,
-    b_ctx: float,
-    b_text: str,
-) -> list[Factor]:
-    """Split observed / baseline through the model: the context factor, the text factor
-    and a residual; the arithmetic goes to `lines`."""
-    predicted = model.predict(context, text_type)
-    step, commit = model.step_at(context, text_type), model.commit_at(text_type, context)
-    b_step, b_commit = model.step_at(b_ctx, b_text), model.commit_at(b_text, b_ctx)
-    m_step, m_commit = model.step_at(context, b_text), model.commit_at(b_text, context)
-    ctx_factor = (m_commit / m_step) / (b_commit / b_step)
-    text_factor = predicted / (m_commit / m_step)
-    expected = baseline * ctx_factor * text_factor
-    residual = observed / expected
-    factors = [
-        Factor("context", ctx_factor, f"{b_text} at context {b_ctx:.0f} -> {context:.0f}: "
-               f"step {_ms(b_step)} -> {_ms(m_step)}, commit {b_commit:.2f} -> {m_commit:.2f}"),
-        Factor("text", text_factor, f"{b_text} -> {text_type} at context {context:.0f}: "
-               f"commit {m_commit:.2f} -> {commit:.2f}, step {_ms(m_step)} -> {_ms(step)}"),
-        Factor("residual", residual,
-               f"observed {observed:.1f} vs expected {expected:.1f} tok/s"),
-    ]  # fmt: skip
-    lines += [
-        f"context: {factors[0].detail}: tok/s x{ctx_factor:.2f}",
-        f"text: {factors[1].detail}: tok/s x{text_factor:.2f}",
-        f"expected: baseline {baseline:.1f} x {ctx_factor:.2f} x {text_factor:.2f} = "
-        f"{expected:.1f} tok/s; observed {observed:.1f} ({_pct(residual)})",
-    ]
-    return factors
-
-
-def _against_model(
-    model: ThroughputModel, lines: list[str], observed: float, context: float, text_type: str
-) -> list[Factor]:
-    """No baseline: the model's prediction is the reference, and the best point the sweep
-    saw gives the scale for the context and text factors."""
-    predicted = model.predict(context, text_type)
-    residual = observed / predicted
-    lines.append(f"observed {observed:.1f} tok/s: {_pct(residual)} against the model")
-    lo_ctx = model.contexts[0]
-    best = max(model.commit, key=lambda k: model.predict(lo_ctx, k))
-    top = model.predict(lo_ctx, best)
-    lines.append(
-        f"for scale: the best the sweep saw is {top:.1f} tok/s ({best} text, context "
-        f"{lo_ctx:.0f}: commit {model.commit_at(best, lo_ctx):.2f} / step "
-        f"{_ms(model.step_at(lo_ctx, best))})"
-    )
-    at_ctx = model.predict(context, best)
-    return [
-        Factor("context", at_ctx / top, f"{best} at context {lo_ctx:.0f} -> {context:.0f}"),
-        Factor("text", predicted / at_ctx, f"{best} -> {text_type}"),
-        Factor("residual", residual, f"observed {observed:.1f} vs model {predicted:.1f}"),
-    ]
-
-
-def _cause(factors: list[Factor]) -> str:
-    by = {f.name: f for f in factors}
-    if by["residual"].moved:
-        return "unexplained"
-    moved = [name for name in ("context", "text") if name in by and by[name].moved]
-    return "+".join(moved) if moved else "expected"
-
-
-def _headline(factors: list[Factor], observed: float, baseline: float | None) -> str:
-    by = {f.name: f for f in factors}
-    residual = by["residual"]
-    change = f"{baseline:.1f} -> {observed:.1f} tok/s" if baseline else f"{observed:.1f} tok/s"
-    if residual.moved:
-        return (
-            f"Not physics: {change} is {_pct(residual.ratio)} off what context and text explain; "
-            "worth a bug hunt (a flag, the drafter, the host, the measurement)."
-        )
-    moved = [f for f in factors if f.name != "residual" and f.moved]
-    if not moved:
-        return f"Expected: {change} matches the model within {abs(residual.ratio - 1):.0%}."
-    # name the bigger factor first
-    moved.sort(key=lambda f: -abs(math.log(f.ratio)))
-    words = {
-        "context": "context growth (step time rises with the KV cache)",
-        "text": "text-dependent acceptance (the drafter commits a different number of tokens "
-        "on this text)",
-    }
-    parts = " and ".join(f"{words[f.name]} x{f.ratio:.2f}" for f in moved)
-    return f"Physics, not a bug: {change} is {parts}; residual {_pct(residual.ratio)}."

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.analysis.records import RequestSample
+from console.analysis.thresholds import LEVEL
 
 RESAMPLES = 1000
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from console.analysis.intervals import POOLED, ChangeInterval, Interval, Pooled,
 from console.analysis.noise_profile import Drift
 from console.analysis.records import RequestSample
 from console.analysis.student_t import t_quantile, z_quantile
+from console.analysis.thresholds import CHANGE_LEVEL
 
 # Three pairs is the least a t interval is shown on (two gives a t of 64 on one degree of
 # freedom at 99%: an interval that says nothing); below, the change says it is too few.
@@ -47,7 +48,6 @@ MIN_PAIRS = 3
 # 1 - 1% / rows (Bonferroni: 99.75% for four rows); the drift is one shift that moves
 # every row of a comparison together, one chance rather than one per row, so its term
 # stays at 99%. Each side's own figure keeps its 95% interval.
-CHANGE_LEVEL = 0.99
 SIDE_LEVEL = 0.95
 Z99 = z_quantile(CHANGE_LEVEL)
 # Figures that carry timing (and so drift); commit is a count of tokens per step.

@@ -32,8 +32,8 @@ from typing import Any
 from console.analysis.intervals import usable
 from console.analysis.pairing import paired_figures, side_figures
 from console.analysis.records import RequestSample
+from console.analysis.thresholds import PAIRED_TIMING_TARGET, TARGET_REL
 
-TARGET_REL = 0.05
 MAX_REPEAT = 10
 # Side by side, drift cancels in every pair, so more pairs narrow the change itself (across
 # a restart they narrow only the timing part, never the drift): a point whose paired change
@@ -136,7 +136,6 @@ def narrow_enough(samples: Sequence[RequestSample], target: SampleTarget) -> boo
 # within this (log scale, at the rows' family level) as well: each side's own ± 5% comes
 # after 3 rounds on a calm host, but a ratio over 6 pairs judged at 99%+ is ± 15-20% wide,
 # which reads "too wide to tell" for a parser flag and misses a 15% regression.
-PAIRED_TIMING_TARGET = 0.10
 
 
 def paired_narrow_enough(

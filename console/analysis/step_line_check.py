@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 
 from console.analysis.decompose import FitError, ThroughputModel, fit
+from console.analysis.thresholds import FALL
 from console.analysis.verdict_records import Sweep
 from console.analysis.verdict_split import interval as _interval
 
-FALL = 0.05  # a step line that falls more than 5% over the sweep is a measurement problem
 FALL_RESAMPLES = 200  # refits that tell a fall from the sweep's own noise
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from console.analysis.intervals import Interval, bootstrap_many
 from console.analysis.records import RequestSample
 from console.analysis.round_curve import LOOP_SHARE
+from console.analysis.thresholds import MATTERS
 
 RESAMPLES = 500
-MOVED = 0.10  # a span's commit or step this far from the other's explains a gap
 
 
 def _median(values: Sequence[float]) -> float:
@@ -142,11 +142,11 @@ def gap_reasons(
         reasons.append(f"the output loops ({repeated:.0%} of its 8-grams repeat): a loop is "
                        "easy to draft, so the later tokens commit more")  # fmt: skip
     c1, c2 = spans["first_commit"], spans["later_commit"]
-    if abs(c2 / c1 - 1) > MOVED:
+    if abs(c2 / c1 - 1) > MATTERS:
         reasons.append(f"commit changes over the request: {c1:.2f} a round over the first "
                        f"tokens, {c2:.2f} over the two-point span")  # fmt: skip
     t1, t2 = spans.get("first_step_s"), spans.get("later_step_s")
-    if t1 and t2 and abs(t2 / t1 - 1) > MOVED:
+    if t1 and t2 and abs(t2 / t1 - 1) > MATTERS:
         reasons.append(f"step time changes over the request: {t1 * 1000:.2f} ms a round at "
                        f"first, {t2 * 1000:.2f} ms over the two-point span")  # fmt: skip
     return reasons or ["neither commit nor step time differs between the spans by over 10%"]

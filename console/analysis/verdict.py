@@ -42,6 +42,7 @@ from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import passage_spread
 from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
+from console.analysis.thresholds import EDGE, TYPE_TOL
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_outcome import decide
 from console.analysis.verdict_records import (
@@ -69,9 +70,6 @@ __all__ = [
 ]  # fmt: skip
 
 RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
-LEVEL = 0.95
-EDGE = 0.10  # how far past the swept contexts a figure may sit and still be "inside"
-TYPE_TOL = 0.10  # an observed commit within 10% of a type's commit could be that type
 MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
 _far = far
 

@@ -19,20 +19,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from console.analysis.decompose import MOVED, FitError
+from console.analysis.decompose import FitError
 from console.analysis.intervals import ChangeInterval, Interval, passage, pool, strata, usable
 from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import PassageSpread
 from console.analysis.records import RequestSample
 from console.analysis.settle_plan import SettlePlan
+from console.analysis.thresholds import MATTERS, WIDE
 from console.analysis.typed_noise import FigureNoise, NoiseProfile
 
 Outcome = Literal["physics", "not physics", "not enough evidence"]
 OUTCOMES: tuple[Outcome, ...] = ("physics", "not physics", "not enough evidence")
 MIN_PROMPT = 8  # the shortest prompt a suggested sweep asks for
 MIN_OUTPUT = 16  # and the shortest output
-MATTERS = 0.10  # a residual under 10% is not worth a bug hunt even when it is significant
-WIDE = 0.15  # a residual interval reaching past ± 15% cannot tell physics from a bug...
 
 
 def far(ratio: float, limit: float) -> bool:
@@ -261,12 +260,12 @@ class FactorRange:
 
     @property
     def moved(self) -> bool:
-        """Its interval excludes no change and it is more than `MOVED` (10%) off it."""
+        """Its interval excludes no change and it is more than `MATTERS` (10%) off it."""
         if self.exact:
-            return far(self.ratio.value, MOVED)
+            return far(self.ratio.value, MATTERS)
         if self.zero_width:  # nothing behind it to resample: no claim either way
             return False
-        return not self.ratio.contains(1.0) and far(self.ratio.value, MOVED)
+        return not self.ratio.contains(1.0) and far(self.ratio.value, MATTERS)
 
     @property
     def zero_width(self) -> bool:

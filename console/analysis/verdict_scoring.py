@@ -22,9 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.analysis.thresholds import WIDE
 from console.analysis.verdict_records import OUTCOMES, Judgement, Outcome
 
-SMALL = 0.15  # a true effect within 15%: "not enough evidence" is not counted wrong
+# a true effect within `WIDE` (15%): "not enough evidence" is not counted wrong
+SMALL = WIDE
 # see verdict_paths
 PATHS = ("typed", "typed-own", "explain", "baseline", "baseline-ab", "baseline-abab")
 

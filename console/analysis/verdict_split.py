@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval, passage, percentile, strata
+from console.analysis.thresholds import LEVEL
 from console.analysis.verdict_records import Observed, Sweep
-
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)

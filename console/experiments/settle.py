@@ -19,6 +19,7 @@ from typing import Any
 from console.analysis.intervals import ChangeInterval
 from console.analysis.sample_size import SampleTarget
 from console.analysis.settle_plan import SettlePlan, TypedFigure
+from console.analysis.thresholds import CHECK_LEVEL
 from console.analysis.typed_noise import NoiseProfile
 from console.analysis.verdict import Judgement, Observed, Sweep, judge, with_host_noise
 from console.analysis.verdict_records import MATTERS, FactorRange, far
@@ -31,7 +32,6 @@ DRAWS = 2000
 # Each typed figure is read against its point at 99%: two such checks a settle, each able
 # to turn a physics answer into "not physics", so each keeps its false alarms to about 1%
 # (the comparison protocol's family level), not the 5% of one 95% interval.
-CHECK_LEVEL = 0.99
 
 
 @dataclass(frozen=True)

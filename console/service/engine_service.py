@@ -24,7 +24,6 @@ from console.service.engine_client import EngineClient
 from console.service.flag_change import ApplyResult, FlagPlan, plan_change
 from console.service.follow import follow_until_settled
 from console.service.launch import LaunchConfig, LaunchStore, ServiceFiles
-from console.service.lease import HeldLease, Holder, Lease, Note
 from console.service.lifecycle import Lifecycle, LifecycleEvent, State
 from console.service.log_follower import LogFollower
 from console.service.process_supervisor import ProcessSupervisor
@@ -32,6 +31,7 @@ from console.service.rollback import no_last_good
 from console.service.service_status import ServiceStatus, read_status
 from console.service.supervisor import Supervisor
 from console.service.systemd import SystemdSupervisor
+from console.service.writer_slot import ServiceBusy, WriterSlot
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport import ConfirmHostKey, Transport, open_transport
 
@@ -43,10 +43,6 @@ __all__ = [
     "ServiceBusy",
     "ServiceStatus",
 ]
-
-
-class ServiceBusy(ServiceError):
-    """A second action that would restart or measure while another one runs."""
 
 
 class OpenService:
@@ -73,7 +69,7 @@ class OpenService:
             await self.transport.close()
 
 
-class EngineService:
+class EngineService(WriterSlot):
     """One engine service for the length of a session (a CLI command, a TUI connection).
 
     It holds one `EngineClient` (one port forward, one HTTP client) for every request,
@@ -93,12 +89,7 @@ class EngineService:
         self._files: ServiceFiles | None = None
         self._schema: DiscoveredSchema | None = None
         self._client: EngineClient | None = None
-        self._action: str | None = None
-        self._held: HeldLease | None = None
-        # How long a change waits for another writer's lease (0: refused at once), and
-        # where "waiting for the lease held by ..." goes (the CLI: stderr).
-        self.lease_wait: float = self.settings.lease_wait_s
-        self.on_note: Note | None = None
+        self._init_slot()
 
     @classmethod
     def open(
@@ -129,49 +120,6 @@ class EngineService:
         takes what arrived without waiting); leaving the block unsubscribes."""
         return self.events.subscribe()
 
-    @property
-    def busy(self) -> str | None:
-        """What action is running now, or None."""
-        return self._action
-
-    @contextlib.asynccontextmanager
-    async def action(self, what: str) -> AsyncIterator[None]:
-        """Hold the one action slot for `what`; raises `ServiceBusy` if it is taken."""
-        if self._action is not None:
-            raise ServiceBusy(
-                f"busy: {self._action} is running on {self.profile.name}; wait for it or "
-                "cancel it first."
-            )
-        self._action = what
-        try:
-            yield
-        finally:
-            self._action = None
-
-    @contextlib.asynccontextmanager
-    async def writing(self, what: str) -> AsyncIterator[None]:
-        """The action slot here and the writer's lease on the host, for a change: from
-        its config write through the restart to ready, no other writer touches the
-        service (see `lease`)."""
-        async with self.action(what):
-            lease = Lease(self.transport, await self.files(), timeout=self._short())
-            holder = Holder.here(what)
-            async with lease.hold(holder, wait=self.lease_wait, on_note=self._note) as held:
-                self._held = held
-                try:
-                    yield
-                finally:
-                    self._held = None
-
-    def _note(self, text: str) -> None:
-        if self.on_note is not None:
-            self.on_note(text)
-
-    def _still_held(self) -> None:
-        """Before each write: a lease lost with the link must not go on changing things."""
-        if self._held is not None:
-            self._held.check()
-
     def _short(self) -> float:
         return self.settings.command_timeout_s
 
@@ -187,9 +135,8 @@ class EngineService:
         if self._client is None:
             # The port is read once per engine process: `_stop` drops the client, so a
             # restart with another port gets a new one.
-            config = await (await self.store()).current()
-            port = (config.port if config else None) or self.profile.port
-            self._client = EngineClient(self.transport, port, settings=self.settings)
+            self._client = EngineClient(self.transport, await self._port(),
+                                        settings=self.settings)  # fmt: skip
         return self._client
 
     async def close(self) -> None:
@@ -275,9 +222,7 @@ class EngineService:
         status = await read_status(
             self.profile, self.backend, supervisor, config, await self.client(), planned
         )
-        lease = Lease(self.transport, await self.files(), timeout=self._short())
-        holder = await lease.current_holder()
-        return await (await self.checks()).annotate(status, holder)
+        return await (await self.checks()).annotate(status, await self.lease_holder())
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import base64
 import secrets
+import shlex
+
+from console.transport.base import Command
 
 
 def new_mark() -> bytes:
@@ -55,3 +58,21 @@ def pid_after_mark(line: bytes, mark: bytes) -> str | None:
         return None
     pid = line[at + len(mark) :].strip().decode("ascii", "replace")
     return pid if pid.isdigit() else ""
+
+
+def marked_script(cmd: Command, mark: bytes, *, merge: bool) -> str:
+    """`cmd` as the script a login shell runs: its marker lines first, then the command.
+
+    The marker lines come first, so that whatever the login shell's rc files printed can
+    be cut off (`after_mark`); the stderr one (stdout's when `merge`) carries the pid, so
+    that ending the command early (a timeout, a closed stream) can kill it on the host:
+    sshd ignores SSH "signal" requests for root sessions, and closing the channel alone
+    leaves e.g. a quiet `tail -f` running. The command itself runs under `sh -c`, argv
+    quoted element by element."""
+    inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
+    marks = (
+        ["exec 2>&1", print_mark(mark, pid=True)]
+        if merge
+        else [print_mark(mark), print_mark(mark, stderr=True, pid=True)]
+    )
+    return "; ".join([*marks, f"exec sh -c {shlex.quote(inner)}"])

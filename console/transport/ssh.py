@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import secrets
-import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
@@ -32,9 +31,9 @@ from console.transport.hostkeys import ConfirmHostKey
 from console.transport.remote_shell import (
     after_mark,
     login_shell_line,
+    marked_script,
     new_mark,
     pid_after_mark,
-    print_mark,
 )
 from console.transport.ssh_link import SSHLink, SSHOptions
 
@@ -89,22 +88,6 @@ class SSHTransport:
 
     # -- commands -------------------------------------------------------------------
 
-    @staticmethod
-    def _script(cmd: Command, mark: bytes, *, merge: bool) -> str:
-        # The marker lines come first, so that whatever the login shell's rc files printed
-        # can be cut off (see remote_shell); the stderr one (stdout's when `merge`) carries
-        # the pid, so that ending the command early (a timeout, a closed stream) can kill it
-        # on the host: sshd ignores SSH "signal" requests for root sessions, and closing
-        # the channel alone leaves e.g. a quiet `tail -f` running. The command itself runs
-        # under `sh -c`, argv quoted element by element.
-        inner = cmd if isinstance(cmd, str) else shlex.join(cmd)
-        marks = (
-            ["exec 2>&1", print_mark(mark, pid=True)]
-            if merge
-            else [print_mark(mark), print_mark(mark, stderr=True, pid=True)]
-        )
-        return "; ".join([*marks, f"exec sh -c {shlex.quote(inner)}"])
-
     async def _end_remote(self, proc: asyncssh.SSHClientProcess, pid: str | None) -> None:
         with suppress(asyncssh.Error, OSError):
             proc.send_signal("TERM")
@@ -141,7 +124,7 @@ class SSHTransport:
         """`run` in bytes: exit code, stdout and stderr with the rc files' output cut off."""
         conn = await self.connection()
         mark = new_mark()
-        remote = login_shell_line(self._script(cmd, mark, merge=False))
+        remote = login_shell_line(marked_script(cmd, mark, merge=False))
         try:
             proc = await conn.create_process(remote, encoding=None)
         except (asyncssh.ChannelOpenError, asyncssh.misc.ConnectionLost, OSError):
@@ -189,7 +172,7 @@ class SSHTransport:
             # The script sends its stderr to stdout after the marker; the channel's stderr
             # then carries only what the rc files printed there.
             proc = await conn.create_process(
-                login_shell_line(self._script(cmd, mark, merge=True)),
+                login_shell_line(marked_script(cmd, mark, merge=True)),
                 encoding=None,
                 stderr=asyncssh.DEVNULL,
             )

@@ -72,5 +72,7 @@ ENTRIES: dict[str, Entry] = {
         "target_rel": "#bl-target", "max_repeat": "#bl-max", "baseline_contexts": "#bl-contexts",
         "baseline_output": "#bl-output", "baseline_text": "#bl-text",
         "timeout": "=ready_timeout_s in tui.toml",
+        "wait_lock": "=lease_wait_s in tui.toml: an apply waits for another writer's lease "
+                     "that long, a notification naming the holder",
     }),
 }  # fmt: skip

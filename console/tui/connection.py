@@ -89,6 +89,9 @@ class HostConnection:
             self._connect_failed(one_line(exc))
             return
         app.service, app.transport = service, transport
+        # Another writer's lease on the service: "waiting for the lease held by ..." and
+        # "broke a stale lease ..." reach the operator as the CLI's stderr lines do.
+        service.on_note = lambda text: app.notify(text, severity="warning")
         note_first_status(app, status)
         app.status = status
         app.connected()

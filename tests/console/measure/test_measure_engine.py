@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from console.analysis.decompose import BAD_FIT, explain, fit, pooled_tok_s
+from console.analysis.decompose import BAD_FIT, fit, pooled_tok_s
+from console.analysis.verdict import Observed, Sweep, judge
 from console.measure import methods
 from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureError, MeasureSession
@@ -183,32 +184,27 @@ async def test_verdict_names_the_factor_that_moved(
     service: EngineService, library: PromptLibrary, tmp_path: Path
 ) -> None:
     session = _session(service, library, tmp_path)
-    sweep = await methods.context_sweep(
+    result = await methods.context_sweep(
         session, contexts=[64, 1024, 1900], output_tokens=64,
         text_types=["code", "repetitive", "random"], repeat=2,
     )  # fmt: skip
-    model = sweep.model
-    # each point's decode rate as the model sees it: its tokens over its decode time
-    by = {
-        (p.text_type, p.context): pooled_tok_s(
-            s for s in sweep.samples if (s.text_type, s.context_tokens) == (p.text_type, p.context)
-        )
-        for p in sweep.points
-    }
-    ctx = {p.context: p.decode_context for p in sweep.points}
-    # long context, same text: context growth (and no unexplained residual)
-    v = explain(model, observed=by[("random", 1900)], context=ctx[1900], text_type="random",
-                baseline=by[("random", 64)], baseline_context=ctx[64])  # fmt: skip
-    assert "context" in v.cause and v.cause != "unexplained", v.text()
-    # same context, the text the pair drafts best against random words: acceptance.
+    sweep = Sweep(tuple(result.samples), "local", None, "the sweep")
+
+    def at(kind: str, context: int) -> Observed:
+        return Observed.from_requests([s for s in result.samples
+                                       if (s.text_type, s.context_tokens) == (kind, context)],
+                                      kind, source="the sweep")  # fmt: skip
+
+    # long context, same text: context growth, and no residual worth a bug hunt
+    j = judge(sweep, at("random", 1900), at("random", 64))
+    assert j.outcome != "not physics" and j.factor("context").moved, j.text()
+    # same context, the text the pair drafts best against random words: the text factor.
     # (Which text drafts best is the pair's business; the sweep measured it.)
-    commits = {p.text_type: p.commit.median for p in sweep.points if p.context == 64}
+    commits = {p.text_type: p.commit.median for p in result.points if p.context == 64}
     easy = max(commits, key=commits.get)
     assert commits[easy] > 1.5 * commits["random"], commits
-    v = explain(model, observed=by[("random", 64)], context=ctx[64], text_type="random",
-                baseline=by[(easy, 64)], baseline_context=ctx[64],
-                baseline_text=easy)  # fmt: skip
-    assert v.cause == "text", v.text()
+    j = judge(sweep, at("random", 64), at(easy, 64))
+    assert j.outcome != "not physics" and j.factor("text").moved, j.text()
     # speculation switched off by a flag: the same point far below what the model predicts.
     # (A tiny tree, budget 1 with 2-token blocks, is no test of this on a CPU: its rounds
     # get so cheap that throughput barely moves.)
@@ -217,11 +213,10 @@ async def test_verdict_names_the_factor_that_moved(
     assert applied.ok, applied.event.describe()
     try:
         crippled = await methods.probe(session, text_type=easy, context=64, max_tokens=64, repeat=3)
-        observed = pooled_tok_s(crippled.samples)
-        v = explain(model, observed=observed, context=ctx[64], text_type=easy,
-                    baseline=by[(easy, 64)], baseline_context=ctx[64])  # fmt: skip
-        assert v.cause == "unexplained" and "bug hunt" in v.headline, v.text()
-        assert crippled.samples[0].flags_hash != sweep.samples[0].flags_hash
+        off = Observed.from_requests(crippled.samples, easy, source="speculation off")
+        j = judge(sweep, off, at(easy, 64))
+        assert j.outcome == "not physics" and "bug hunt" in j.headline, j.text()
+        assert crippled.samples[0].flags_hash != result.samples[0].flags_hash
     finally:
         back = await service.rollback(timeout=180)
         assert back.ok

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from console.analysis.decompose import FitError, explain, fit
+from console.analysis.decompose import FitError, fit
 from console.analysis.records import RequestSample
 from console.analysis.stats import summarize
 from console.measure.request_measurement import RequestSpec, measure_request
@@ -180,34 +180,6 @@ def _sample(ctx: int, kind: str, commit: float, step: float) -> RequestSample:
         verify_steps=round((n - 1) / commit), decode_tok_s=commit / step, commit_len=commit,
         step_time_s=step, decode_context=ctx,
     )  # fmt: skip
-
-
-def _field_model():
-    # A served DDTree model's figures: step 34 ms at context 13 growing to 144 ms at 5.5k,
-    # commit 2.9 on analysis text; 4.7 on the baseline's text (138 tok/s x 34 ms).
-    samples = []
-    for ctx, step in ((13, 0.034), (1663, 0.063), (3333, 0.101), (5553, 0.144)):
-        samples.append(_sample(ctx, "repetitive", 4.7, step))
-        samples.append(_sample(ctx, "prose", 2.9, step))
-    return fit(samples)
-
-
-def test_the_field_verdict_32_tok_s_is_physics() -> None:
-    model = _field_model()
-    assert model.step_fits and model.step.slope > 0
-    v = explain(model, observed=32, context=3500, text_type="prose", baseline=138,
-                baseline_context=13, baseline_text="repetitive")  # fmt: skip
-    assert v.cause == "context+text", v.text()
-    assert "Physics, not a bug" in v.headline
-    assert any("commit 2.9" in line and "/ step" in line for line in v.lines)  # the arithmetic
-    assert v.predicted == pytest.approx(2.9 / model.step_at(3500, "prose"), rel=0.01)
-
-
-def test_an_unexplained_drop_is_a_bug_hunt() -> None:
-    model = _field_model()
-    v = explain(model, observed=40, context=13, text_type="repetitive", baseline=230,
-                baseline_context=13)  # fmt: skip
-    assert v.cause == "unexplained" and "bug hunt" in v.headline
 
 
 def test_fit_refuses_thin_sweeps_and_unknown_types() -> None:
