@@ -1,9 +1,9 @@
 """The verdict's decision: physics, not physics or not enough evidence, from the residual's
 interval and what makes any answer a guess (`verdict.judge` gathers both).
 
-The product thresholds it reads are in `verdict_records`: `MATTERS` (a residual under 10%
-is not worth a bug hunt), `WIDE` (an interval reaching past ± 15% cannot tell physics
-from a bug); `BIG` below. The widths of the host's drift and of the passage term decide
+The product thresholds it reads are in `thresholds`: `MATTERS` (a residual under 10% is
+not worth a bug hunt), `WIDE` (an interval reaching past ± 15% cannot tell physics from
+a bug); `BIG` below. The widths of the host's drift and of the passage term decide
 which measurement the advice names.
 """
 

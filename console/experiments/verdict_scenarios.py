@@ -2,6 +2,7 @@
 and the operator paths each one is asked through.
 
   null          the same engine, context and text twice            -> physics
+  null-long     the same on prose at the long context               -> physics
   context       the same text, context 256 -> 1800                 -> physics
   text          code -> prose at the same context                  -> physics
   field-report  code at a short context -> prose at a long one      -> physics (both
@@ -117,6 +118,9 @@ class Scenario:
 _ALL = (
     Scenario("null", "physics", "the same engine, context and text measured twice",
              Point("code", SHORT), Point("code", SHORT), constructed=0.0),
+    Scenario("null-long", "physics", f"the same again on prose at context {LONG}, where "
+             "passages of a text differ most", Point("prose", LONG), Point("prose", LONG),
+             constructed=0.0),
     Scenario("context", "physics", f"code at context {SHORT} -> {LONG}",
              Point("code", SHORT), Point("code", LONG)),
     Scenario("text", "physics", f"code -> prose at context {SHORT}",
