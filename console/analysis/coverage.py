@@ -41,11 +41,13 @@ from typing import Any
 
 from console.analysis.decompose import ThroughputModel, fit
 from console.analysis.intervals import Interval, percentile, pool, usable
+from console.analysis.noise_profile import Drift
 from console.analysis.pairing import CHANGE_LEVEL, paired_figures
 from console.analysis.passage_spread import PassageSpread, passage_spread
 from console.analysis.records import RequestSample
 from console.analysis.thresholds import LEVEL
-from console.analysis.typed_noise import FigureNoise, noise_at
+from console.analysis.typed_noise import FigureNoise, NoiseProfile, noise_at
+from console.analysis.verdict import Observed, Sweep, judge
 
 TARGET = (0.92, 0.98)  # the share of held-out figures a 95% interval should hold
 DRAWS = 4000
@@ -63,7 +65,7 @@ def wilson(inside: int, n: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def judge(inside: int, n: int) -> str:
+def judge_share(inside: int, n: int) -> str:
     """'ok', 'under' (too narrow) or 'over' (too wide): where the Wilson interval of the
     share sits against `TARGET`; '-' with nothing to count."""
     if n == 0:
@@ -104,13 +106,15 @@ class Band:
 def band(
     model: ThroughputModel, sweep: Sequence[RequestSample], text_type: str, context: float,
     *, passages: bool = True, level: float = LEVEL, draws: int = DRAWS, seed: int = 0,
+    profile: NoiseProfile | None = None,
 ) -> Band:  # fmt: skip
     """The `level` band at mid-decode `context` from the sweep alone, as the verdict
     builds a held-out typed figure's: the timing noise its own (`noise_at`), the passage
     spread net of it (`passage_spread(..., timing)`); `passages=False` leaves the passage
-    term out."""
+    term out; `profile`: the host's calibration, whose noise and drift then replace the
+    sweep's own (as the verdict reads a typed figure on a calibrated host)."""
     point = model.predict(context, text_type)
-    noise = noise_at(sweep, text_type, context)
+    noise = noise_at(sweep, text_type, context, profile=profile)
     timing = noise.sigma if noise is not None else 0.0
     spread = passage_spread(sweep, text_type, timing) if passages else None
     rng = random.Random(seed)
@@ -149,6 +153,10 @@ class PointCoverage:
     band: Band
     timing_band: Band
     paired: PairedNull | None = None
+    # The verdict's own answer on each held-out figure typed against the model (no
+    # baseline): True where its 95% residual interval holds no change, None where it
+    # gave no interval (a refusal).
+    verdict_holds: tuple[bool | None, ...] = ()
 
     @property
     def n(self) -> int:
@@ -164,12 +172,26 @@ class PointCoverage:
 
     @property
     def verdict(self) -> str:
-        return judge(self.inside, self.n)
+        """How the verdict's own intervals did here (the band's where it was not asked)."""
+        if self.verdict_holds:
+            return judge_share(self.verdict_inside, self.verdict_n)
+        return judge_share(self.inside, self.n)
+
+    @property
+    def verdict_n(self) -> int:
+        return sum(h is not None for h in self.verdict_holds)
+
+    @property
+    def verdict_inside(self) -> int:
+        return sum(h is True for h in self.verdict_holds)
 
     def as_dict(self) -> dict[str, Any]:
         return {"text_type": self.text_type, "prompt": self.prompt, "context": self.context,
                 "n": self.n, "inside": self.inside, "coverage": _share(self.inside, self.n),
                 "wilson_95": list(wilson(self.inside, self.n)), "verdict": self.verdict,
+                "verdict_interval": {"n": self.verdict_n, "inside": self.verdict_inside,
+                                     "coverage": _share(self.verdict_inside, self.verdict_n),
+                                     "refused": len(self.verdict_holds) - self.verdict_n},
                 "band": self.band.as_dict(), "timing_only": {
                     "inside": self.timing_inside, "band": self.timing_band.as_dict()},
                 "figures": list(self.figures),
@@ -192,21 +214,40 @@ def _points(samples: Sequence[RequestSample]) -> dict[tuple[str, int], list[Requ
     return out
 
 
-def _paired(before: Sequence[RequestSample], after: Sequence[RequestSample]) -> PairedNull | None:
-    figures = paired_figures(before, after) if after else None
+def _paired(
+    before: Sequence[RequestSample], after: Sequence[RequestSample], drift: Drift | None
+) -> PairedNull | None:
+    figures = paired_figures(before, after, drift=drift) if after else None
     if figures is None:
         return None
     moved = figures.figure("decode_tok_s").moved
     return PairedNull(moved.ratio, getattr(moved, "pairs", 0))
 
 
+def _verdict_holds(sweep: Sweep, s: RequestSample, seed: int) -> bool | None:
+    """The verdict on one held-out figure typed as the operator would (one request, its
+    prompt and output, the operator's own passage) against the model alone: does its
+    residual interval hold no change? None where it gave no interval."""
+    typed = Observed.typed_at(_figure(s), s.context_tokens, s.text_type, output=s.max_tokens,
+                              requests=1)  # fmt: skip
+    residual = judge(sweep, typed, seed=seed).factor("residual")
+    if residual is None or residual.zero_width:
+        return None
+    return residual.ratio.contains(1.0)
+
+
 def score(
     sweep: Sequence[RequestSample], held_out: Sequence[RequestSample],
-    reread: Sequence[RequestSample] = (), *, draws: int = DRAWS, seed: int = 0,
+    reread: Sequence[RequestSample] = (), *, noise: NoiseProfile | None = None,
+    drift: Drift | None = None, verdict: bool = True, draws: int = DRAWS, seed: int = 0,
 ) -> list[PointCoverage]:  # fmt: skip
     """Every sweep point's coverage by its held-out requests (and its paired null where
-    `reread` has the sweep's passages again), in the sweep's order of points."""
+    `reread` has the sweep's passages again), in the sweep's order of points. `noise`:
+    the host's calibration (typed figures carry it, and its drift, as `diagnose` reads
+    them); `drift`: the block-to-block term of the paired re-read (an A-B); `verdict`:
+    also ask the verdict itself about every held-out figure (some 60 ms each)."""
     model = fit(sweep)
+    typed_sweep = Sweep(tuple(sweep), source="the coverage sweep", noise_profile=noise)
     swept, held, again = _points(sweep), _points(held_out), _points(reread)
     out = []
     for key in sorted(swept, key=lambda k: (k[1], k[0])):
@@ -214,8 +255,11 @@ def score(
         context = float(swept[key][0].decode_context or prompt)
         out.append(PointCoverage(
             kind, prompt, context, tuple(_figure(s) for s in held.get(key, ())),
-            band(model, sweep, kind, context, draws=draws, seed=seed),
-            band(model, sweep, kind, context, passages=False, draws=draws, seed=seed),
-            _paired(swept[key], again.get(key, ())),
+            band(model, sweep, kind, context, draws=draws, seed=seed, profile=noise),
+            band(model, sweep, kind, context, passages=False, draws=draws, seed=seed,
+                 profile=noise),
+            _paired(swept[key], again.get(key, ()), drift),
+            tuple(_verdict_holds(typed_sweep, s, seed) for s in held.get(key, ()))
+            if verdict else (),
         ))  # fmt: skip
     return out

@@ -52,6 +52,7 @@ async def cmd_bench_coverage(args: argparse.Namespace) -> int:
             result = await run_coverage(
                 session, contexts=args.contexts, text_types=args.text, held_out=args.held_out,
                 output_tokens=args.output, reread=not args.no_reread, seed=args.seed, tick=tick,
+                calibrate=not args.no_calibrate, timeout=args.timeout,
             )  # fmt: skip
         if args.save:
             with open(args.save, "w") as fh:
@@ -88,6 +89,10 @@ def add_bench_coverage(bench: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", type=int, default=OUTPUT, help=f"output tokens (default {OUTPUT})")
     p.add_argument("--no-reread", action="store_true", help="skip the paired null")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="skip the host's calibration first (no drift term then)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds to wait for each calibration restart")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the bands' draws")
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust an unknown SSH host key without asking")  # fmt: skip

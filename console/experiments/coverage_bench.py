@@ -1,7 +1,9 @@
 """Do the verdict's intervals hold on passages the sweep never read? (`bench coverage`)
 
 A run is three blocks on the engine as it stands, stored nowhere (a benchmark's sweep
-must not become the latest sweep a later `diagnose` explains with):
+must not become the latest sweep a later `diagnose` explains with), after calibrating
+the host as `bench verdict` does (typed figures and A-B comparisons carry its noise and
+drift on a calibrated host):
 
 1. the model sweep as `specconsole sweep` takes it by default (`model_sweep_rule`:
    `MODEL_PASSAGES` passages a point, in rounds until narrow);
@@ -11,25 +13,31 @@ must not become the latest sweep a later `diagnose` explains with):
 3. the re-read: the sweep's own passages once more at every point, for the paired null
    (the engine did not change: the comparison's interval should hold "no change").
 
-`analysis.coverage.score` then counts, per point, how many held-out figures the point's
-95% band holds (the passage term and one request's timing noise, as the verdict builds a
-typed figure's), and the same for a timing-only band, so the table shows what the
-passage term does. Pure scoring lives there; this module only measures.
+`analysis.coverage.score` then asks the verdict about every held-out figure, typed as
+`diagnose --observed` takes it, and counts, per point, how often its 95% residual
+interval holds no change; beside it, how many the point's simulated 95% band holds (the
+passage term and one request's timing noise), and the same for a timing-only band, so
+the table shows what the passage term does. Pure scoring lives there; this module only measures.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from console.analysis.coverage import TARGET, PointCoverage, judge, score, wilson
+from console.analysis.coverage import TARGET, PointCoverage, judge_share, score, wilson
 from console.analysis.records import RequestSample
 from console.analysis.repeat_rule import MODEL_PASSAGES, model_sweep_rule
+from console.experiments.typed_noise_source import from_calibration
+from console.experiments.verdict_paths import bench_calibration
 from console.measure import methods
 from console.measure.prompts import WINDOWS
 from console.measure.session import MeasureError, MeasureSession
+from console.store import RunStore
 
 CONTEXTS = (256, 768, 1280, 1800)  # 4 contexts x 2 types: the issue's sweep shape
 TEXT_TYPES = ("code", "prose")
@@ -46,64 +54,69 @@ class CoverageResult:
     seconds: float
     timings: dict[str, float] = field(default_factory=dict)
 
+    def _sum(self, name: str) -> int:
+        return sum(getattr(p, name) for p in self.points)
+
     @property
     def n(self) -> int:
-        return sum(p.n for p in self.points)
-
-    @property
-    def inside(self) -> int:
-        return sum(p.inside for p in self.points)
-
-    @property
-    def timing_inside(self) -> int:
-        return sum(p.timing_inside for p in self.points)
+        """Held-out figures measured, over every point."""
+        return self._sum("n")
 
     @property
     def nulls(self) -> list[bool]:
         return [p.paired.holds for p in self.points if p.paired is not None]
 
     def table(self) -> list[str]:
-        """One line a point, then the pooled line and the paired nulls."""
-        lines = [f"{'point':<14} {'n':>3} {'inside':>6} {'coverage':>8} {'wilson 95%':>13} "
-                 f"{'':>5}  {'band':>19} {'timing-only':>11}  paired null"]  # fmt: skip
+        """One line a point (the verdict's own 95% interval first, then the simulated
+        band and a timing-only band on the same figures), the pooled line, the nulls."""
+        lines = [f"{'point':<13} {'n':>3} {'verdict':>7} {'wilson 95%':>12} {'':>5} "
+                 f"{'band':>5} {'timing':>6}  {'band (tok/s)':>17}  paired null"]  # fmt: skip
         for p in self.points:
-            lo, hi = wilson(p.inside, p.n)
-            share = f"{p.inside / p.n:.0%}" if p.n else "-"
-            timing = f"{p.timing_inside / p.n:.0%}" if p.n else "-"
+            lo, hi = wilson(p.verdict_inside, p.verdict_n)
             null = "-"
             if p.paired is not None:
                 r = p.paired.ratio
                 null = (f"x{r.value:.3f} [{r.low:.3f}–{r.high:.3f}] "
                         f"{'holds' if p.paired.holds else 'MISSES'}")  # fmt: skip
             lines.append(
-                f"{p.text_type + '@' + str(p.prompt):<14} {p.n:>3} {p.inside:>6} {share:>8} "
-                f"{lo:>6.0%}–{hi:<6.0%} {p.verdict:>5}  {p.band.low:>8.1f}–{p.band.high:<9.1f}"
-                f" {timing:>11}  {null}"
+                f"{p.text_type + '@' + str(p.prompt):<13} {p.n:>3} "
+                f"{_pct(p.verdict_inside, p.verdict_n):>7} {lo:>5.0%}–{hi:<6.0%} "
+                f"{p.verdict:>5} {_pct(p.inside, p.n):>5} {_pct(p.timing_inside, p.n):>6}  "
+                f"{p.band.low:>7.0f}–{p.band.high:<9.0f}  {null}"
             )  # fmt: skip
-        lo, hi = wilson(self.inside, self.n)
-        share = self.inside / self.n if self.n else 0.0
+        inside, n = self._sum("verdict_inside"), self._sum("verdict_n")
+        lo, hi = wilson(inside, n)
         lines.append(
-            f"{'all points':<14} {self.n:>3} {self.inside:>6} {share:>8.1%} {lo:>6.1%}–"
-            f"{hi:<6.1%} {judge(self.inside, self.n):>5}  (target {TARGET[0]:.0%}–"
-            f"{TARGET[1]:.0%}; timing-only bands held "
-            f"{self.timing_inside / self.n if self.n else 0:.1%})"
+            f"{'all points':<13} {n:>3} {_pct(inside, n, 1):>7} {lo:>5.1%}–{hi:<6.1%} "
+            f"{judge_share(inside, n):>5} {_pct(self._sum('inside'), self._sum('n')):>5} "
+            f"{_pct(self._sum('timing_inside'), self._sum('n')):>6}  (target "
+            f"{TARGET[0]:.0%}–{TARGET[1]:.0%})"
         )  # fmt: skip
+        refused = self._sum("n") - n
+        if refused:
+            lines.append(f"the verdict gave no interval for {refused} figure(s)")
         nulls = self.nulls
         if nulls:
-            lines.append(f"paired nulls: {sum(nulls)} of {len(nulls)} hold no change")
+            lines.append(f"paired re-reads of the sweep's passages: {sum(nulls)} of "
+                         f"{len(nulls)} hold no change (99%, with the host's drift)")  # fmt: skip
         return lines
 
     def as_dict(self) -> dict[str, Any]:
+        inside, n = self._sum("verdict_inside"), self._sum("verdict_n")
         return {
             "points": [p.as_dict() for p in self.points],
-            "overall": {"n": self.n, "inside": self.inside,
-                        "coverage": self.inside / self.n if self.n else None,
-                        "wilson_95": list(wilson(self.inside, self.n)),
-                        "verdict": judge(self.inside, self.n),
-                        "timing_only_inside": self.timing_inside, "target": list(TARGET)},
+            "overall": {"n": n, "inside": inside, "coverage": inside / n if n else None,
+                        "wilson_95": list(wilson(inside, n)),
+                        "verdict": judge_share(inside, n), "target": list(TARGET),
+                        "band_inside": self._sum("inside"), "figures": self._sum("n"),
+                        "timing_only_inside": self._sum("timing_inside")},
             "paired_nulls": {"holds": sum(self.nulls), "of": len(self.nulls)},
             "params": self.params, "seconds": self.seconds, "timings": self.timings,
         }  # fmt: skip
+
+
+def _pct(k: int, n: int, digits: int = 0) -> str:
+    return f"{k / n:.{digits}%}" if n else "-"
 
 
 def held_out_windows(count: int, start: int = MODEL_PASSAGES) -> list[int]:
@@ -141,10 +154,14 @@ async def run_coverage(
     held_out: int = HELD_OUT,
     output_tokens: int = OUTPUT,
     reread: bool = True,
+    calibrate: bool = True,
+    timeout: float = 600.0,
     seed: int = 0,
     tick: Tick | None = None,
 ) -> CoverageResult:
-    """The three blocks (see the module docstring) and their score."""
+    """The host's calibration (unless not `calibrate`: its noise and drift are what a
+    typed figure and an A-B carry on a calibrated host), then the three blocks (see the
+    module docstring) and their score."""
     windows = held_out_windows(held_out)
     facts = await session.facts()
     for context in contexts:
@@ -161,6 +178,18 @@ async def run_coverage(
         if tick:
             tick(done, total)
 
+    calibration = None
+    if calibrate:  # into a store of its own: the operator's history is not touched
+        t = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="specconsole-coverage-") as tmp:
+            store = RunStore(Path(tmp) / "calibration.sqlite")
+            try:
+                calibration = await bench_calibration(
+                    session, store, contexts=list(contexts), output=output_tokens,
+                    kinds=list(text_types), timeout=timeout)  # fmt: skip
+            finally:
+                store.close()
+        timings["calibration (restarts included)"] = time.monotonic() - t
     kept, session.store = session.store, None  # a benchmark's sweep is not history
     try:
         t = time.monotonic()
@@ -180,9 +209,12 @@ async def run_coverage(
             timings["re-read"] = time.monotonic() - t
     finally:
         session.store = kept
-    scored = score(sweep.samples, held, again, seed=seed)
+    noise = from_calibration(calibration) if calibration is not None else None
+    drift = calibration.drift("A-B") if calibration is not None else None
+    scored = score(sweep.samples, held, again, noise=noise, drift=drift, seed=seed)
     params = {"contexts": list(contexts), "text_types": list(text_types),
               "held_out": held_out, "windows": [windows[0], windows[-1]],
               "sweep_passages": MODEL_PASSAGES, "output_tokens": output_tokens,
-              "sweep_requests": len(sweep.samples), "seed": seed}  # fmt: skip
+              "sweep_requests": len(sweep.samples), "seed": seed,
+              "calibration": calibration.as_dict() if calibration else None}  # fmt: skip
     return CoverageResult(scored, params, time.monotonic() - started, timings)

@@ -223,17 +223,32 @@ async def test_verdict_names_the_factor_that_moved(
 
 
 async def test_coverage_bench_reads_passages_the_sweep_never_read_and_stores_nothing(
-    service: EngineService, library: PromptLibrary, tmp_path: Path
+    service: EngineService,
+    library: PromptLibrary,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from console.experiments.coverage_bench import run_coverage
 
     store = RunStore(tmp_path / "h.sqlite")
     session = MeasureSession(service, store=store, library=library)
     result = await run_coverage(session, contexts=[64, 192], text_types=["code"], held_out=3,
+                                calibrate=False,
                                 output_tokens=24)  # fmt: skip
     assert [(p.text_type, p.prompt) for p in result.points] == [("code", 64), ("code", 192)]
     assert all(p.n == 3 and p.band.low < p.band.point < p.band.high for p in result.points)
+    assert all(len(p.verdict_holds) == 3 for p in result.points)  # the verdict asked of each
     # every point's band is the model's, and the re-read pairs the sweep's six passages
     assert all(p.paired is not None and p.paired.pairs == 6 for p in result.points)
     assert result.as_dict()["overall"]["n"] == 6 and result.params["windows"] == [6, 8]
     assert session.store is store and await store.runs() == []  # the operator's history
+    # what `specconsole bench coverage` prints and saves, from this result
+    import json
+
+    from console.commands.coverage_bench import print_coverage
+
+    print_coverage(result)
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].split()[:3] == ["point", "n", "verdict"]
+    assert shown[1].startswith("code@64") and any(x.startswith("all points") for x in shown)
+    assert json.loads(json.dumps(result.as_dict()))["overall"]["figures"] == result.n == 6
