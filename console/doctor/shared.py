@@ -23,7 +23,10 @@ def _port(host: str, owners: PortOwners) -> Check:
         return fail("port", owners.foreign_text(host), foreign_fix(host))
     if owners.ours:
         pids = ", ".join(f"pid {item.pid}" for item in owners.ours)
-        return ok("port", f"port {owners.port} is held by our engine ({pids})")
+        under = (
+            "" if pids == f"pid {owners.our_pid}" else f", under the service's pid {owners.our_pid}"
+        )
+        return ok("port", f"port {owners.port} is held by our engine ({pids}{under})")
     if owners.orphans:
         return ok("port", f"port {owners.port} is held by an engine of ours (see orphan)")
     return ok("port", f"port {owners.port} is free")

@@ -175,6 +175,9 @@ class Lease:
         proc = f"/proc/{int(holder.pid)}"
         script = (
             f"[ -e {proc} ] || {{ echo gone; exit 0; }}\n"
+            # a zombie (ended, not yet reaped by its parent) holds no lock either
+            f"[ \"$(sed 's/^.*) //' {proc}/stat 2>/dev/null | cut -c1)\" = Z ] && "
+            "{ echo gone; exit 0; }\n"
             f"held=$(readlink {proc}/fd/9 2>/dev/null) || {{ echo alive; exit 0; }}\n"
             f'[ "$held" = "$(readlink -f {lock})" ] && echo alive || echo gone'
         )
