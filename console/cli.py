@@ -17,6 +17,7 @@ import textwrap
 from console.commands import bench as bench_commands
 from console.commands import breakeven as breakeven_commands
 from console.commands import calibrate as calibrate_commands
+from console.commands import doctor as doctor_commands
 from console.commands import gpu as gpu_commands
 from console.commands import history as history_commands
 from console.commands import hosts as hosts_commands
@@ -396,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     modules = (
         hosts_commands, measure_commands, live_commands, history_commands, ui_commands,
         web_commands, gpu_commands, breakeven_commands, bench_commands,
-        calibrate_commands,
+        calibrate_commands, doctor_commands,
     )  # fmt: skip
     for module in modules:
         module.register(sub, host_command)

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from console.analysis.records import LiveSample
 from console.backends import schema_discovery
+from console.backends.advice import FlagAdvice
 from console.backends.failure import exception_after, root_cause
 from console.backends.introspect import CheckResult
 from console.backends.logparse import LogEvent, parse_loading, parse_ready
@@ -282,3 +283,26 @@ class EngineAdapter(ABC):
     @abstractmethod
     def speculation_off(self, flags: dict[str, FlagValue]) -> dict[str, str | None]:
         """The flag changes (`None` unsets) that turn speculation off with these flags."""
+
+    # -- doctor -------------------------------------------------------------------------
+    #: speculative methods that draft with a model of their own, and where it is named
+    drafter_methods: frozenset[str] = frozenset()
+    drafter_where: str = ""
+    #: the spec-decode counters its /metrics page carries while speculation runs; what
+    #: their absence costs, and what brings them
+    spec_counters: tuple[str, ...] = ()
+    spec_counters_missing: str = ""
+    spec_counters_fix: str = ""
+
+    def metrics_advice(self, flags: dict[str, FlagValue]) -> FlagAdvice | None:
+        """Why these flags serve no `/metrics` and the change that serves it; None when
+        the engine serves it whatever its flags."""
+        return None
+
+    def draft_problem(self, flags: dict[str, FlagValue]) -> str | None:
+        """What the speculation these flags configure lacks (a drafter its method needs)."""
+        spec = self.speculation(flags)
+        methods = {m.lower() for m in self.drafter_methods}
+        if spec.method is None or spec.method.lower() not in methods or spec.drafter:
+            return None
+        return f"{spec.method} drafts with a model of its own, and no {self.drafter_where} is set"

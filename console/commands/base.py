@@ -27,7 +27,7 @@ from console.numbers import NumberListError, parse_counts
 from console.service import EngineService, LifecycleEvent
 from console.settings import DEFAULT_SETTINGS
 from console.store import RunStore
-from console.transport import HostKeyInfo
+from console.transport import ConfirmHostKey, HostKeyInfo
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -104,13 +104,14 @@ async def with_service(
     body: Callable[[EngineService], Awaitable[int]],
     *,
     on_event: Callable[[LifecycleEvent], None] | None = print_event,
+    confirm_host_key: ConfirmHostKey | None = None,
 ) -> int:
     """Open the host named by `args.host` (a profile, user@host, host:port, an ssh-config
     alias or `local`, resolved by `console.hosts` as `connect` does), run `body` on its
-    service with every lifecycle event going to `on_event`, and always close."""
-    opened = EngineService.open(
-        args.host, confirm_host_key=host_key_confirmer(args.accept_new_host_key)
-    )
+    service with every lifecycle event going to `on_event`, and always close. An unknown
+    host key goes to `confirm_host_key`, by default `host_key_confirmer`'s."""
+    confirm = confirm_host_key or host_key_confirmer(args.accept_new_host_key)
+    opened = EngineService.open(args.host, confirm_host_key=confirm)
     # A change waits for another writer's lease (`--wait-lock`, else the settings'
     # bounded default) and says whom it waits for, where the progress lines go.
     opened.service.on_note = lambda text: err(f"  {text}")

@@ -48,6 +48,7 @@ class GpuTelemetry:
         self.transport = transport
         self.timeout = timeout
         self.reason: str | None = None  # why there is no telemetry, once known
+        self.missing = False  # no nvidia-smi at all (a CPU host), not a driver that fails
         self._available: bool | None = None
 
     @property
@@ -75,6 +76,7 @@ class GpuTelemetry:
         if self._available is None:  # first answer: decide, and say why not
             self._available = False
             if result.exit_code == NOT_FOUND:
+                self.missing = True
                 self.reason = f"nvidia-smi is not installed on {self.host}"
             elif not result.ok:
                 why = result.last_line() or f"exit {result.exit_code}"

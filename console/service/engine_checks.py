@@ -44,9 +44,8 @@ class EngineChecks:
         owners = await self.owners(port, None)
         if owners.foreign:
             raise ServiceError(
-                f"Not starting: {owners.foreign_text(self.host)}; stop that process or give "
-                f"this profile another port (`specconsole set {self.host} port=N`), then start "
-                "again."
+                f"Not starting: {owners.foreign_text(self.host)}; {foreign_fix(self.host)}, "
+                "then start again."
             )
         await self.end_orphans(owners, note)
 
@@ -95,6 +94,11 @@ class EngineChecks:
             running_argv=tuple(running) if running is not None else None, drift=drift,
             lease=holder.describe() if holder else "",
         )  # fmt: skip
+
+
+def foreign_fix(host: str) -> str:
+    """What to do about a foreign listener on the service's port."""
+    return f"stop that process or give this profile another port (`specconsole set {host} port=N`)"
 
 
 def _drift_text(drift: str, holder: Holder | None, host: str) -> str:

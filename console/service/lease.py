@@ -164,6 +164,30 @@ class Lease:
             return None
         return Holder.parse(text.splitlines()[0]) if text.strip() else None
 
+    async def holder_gone(self, holder: Holder) -> bool | None:
+        """Whether the holder a holder file names has ended (a stale record: its lock went
+        with it, and the next writer takes over). The holding shell keeps the lock open
+        on descriptor 9, so a live pid without that descriptor is another process that
+        got the pid since. None: the record has no pid, or the host did not answer."""
+        if holder.pid is None:
+            return None
+        lock = shlex.quote(self.files.path("lease.lock"))
+        proc = f"/proc/{int(holder.pid)}"
+        script = (
+            f"[ -e {proc} ] || {{ echo gone; exit 0; }}\n"
+            # a zombie (ended, not yet reaped by its parent) holds no lock either
+            f"[ \"$(sed 's/^.*) //' {proc}/stat 2>/dev/null | cut -c1)\" = Z ] && "
+            "{ echo gone; exit 0; }\n"
+            f"held=$(readlink {proc}/fd/9 2>/dev/null) || {{ echo alive; exit 0; }}\n"
+            f'[ "$held" = "$(readlink -f {lock})" ] && echo alive || echo gone'
+        )
+        try:
+            result = await self.transport.run(script, timeout=self.timeout)
+        except (TransportError, TimeoutError):
+            return None
+        answer = result.stdout.strip()
+        return {"gone": True, "alive": False}.get(answer)
+
     @contextlib.asynccontextmanager
     async def hold(
         self, holder: Holder, *, wait: float, on_note: Note | None = None

@@ -53,6 +53,7 @@ class HostKeyChanged(TransportError):
             "expected, remove the old entry from that file."
         )
         self.info = info
+        self.known_hosts_file = known_hosts_file
 
 
 #: called with an unknown key; returns True to trust and record it

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker
 
 from console.analysis.noise_profile import NoiseProfile
+from console.doctor import DoctorReport, run_doctor
 from console.errors import ConfigError, one_line
 from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
 from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
@@ -205,6 +206,16 @@ class EngineActions:
             "unchanged): the host's request-to-request spread and its block-to-block drift.",
             lambda: self.runner.run_service_action("calibrate", measure, done),
         )
+
+    def doctor(self) -> None:
+        """`specconsole doctor HOST`: every check of the host, its lines as the CLI
+        prints them (each problem with its fix). It changes nothing, so it asks nothing."""
+        app = self.app
+
+        def done(report: DoctorReport) -> None:
+            app.push_screen(InfoScreen(f"Doctor: {app.host}", "\n".join(report.lines())))
+
+        self.runner.run_service_action("doctor", lambda: run_doctor(app.service), done)  # type: ignore[arg-type]
 
     def rollback(self) -> None:
         self.runner.run_service_action(

@@ -62,7 +62,9 @@ __all__ = ["SpecConsoleApp", "default_connector", "run_console"]  # one import p
 
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 # App actions that mean nothing before a host is open: the picker's footer hides them.
-NEEDS_HOST = frozenset({"view", "views", "start", "restart", "stop", "rollback", "cancel"})
+NEEDS_HOST = frozenset(
+    {"view", "views", "start", "restart", "stop", "rollback", "cancel", "doctor"}
+)
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
 REPLACED_SYSTEM_COMMANDS = frozenset({"Keys", "Quit"})
@@ -311,6 +313,9 @@ class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
 
     def action_calibrate(self) -> None:
         self.engine.calibrate()
+
+    def action_doctor(self) -> None:
+        self.engine.doctor()
 
     def action_cancel(self) -> None:
         self.runner.cancel()

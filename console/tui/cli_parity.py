@@ -5,6 +5,8 @@ One table, read by the parity test (tests/console/tui/test_cli_parity.py), which
 `set` with its baseline) must have an entry here naming its palette entry (a key id in
 keys.py with `palette=True`) and, for every option, the field of that view that sets it
 or why the TUI needs none. A new CLI command or option without a TUI place fails it.
+`HOST_ACTIONS` names the commands that run on the whole host (`doctor`) and the app-wide
+action that runs each.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ SESSION_OPTIONS = {
 }
 # What the TUI does not offer yet, by option: said here so the test names the gap.
 NOT_YET: dict[str, str] = {}
+
+
+# CLI commands that check or act on the host as a whole, run in the TUI as an app-wide
+# action (key and palette entry), by its key id in keys.py; every option they take must
+# be one of SESSION_OPTIONS, which the session supplies.
+HOST_ACTIONS: dict[str, str] = {"doctor": "doctor"}
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("stop", "X", "app.stop", "Stop engine", "app", show=False),
     KeySpec("rollback", "B", "app.rollback", "Roll back flags", "app", show=False),
     KeySpec("calibrate", "K", "app.calibrate", "Calibrate the host's noise", "app", show=False),
+    KeySpec("doctor", "D", "app.doctor", "Doctor: check the host", "app", show=False),
     KeySpec("cancel", "C", "app.cancel", "Cancel running action", "app", show=False),
     # app
     KeySpec("keys", "question_mark", "app.keys", "Keys", "app"),

@@ -1,11 +1,12 @@
 """The console's layer order, checked on every import in its sources.
 
 Imports run one way: the faces (`tui`, then `commands`, which launch it, then `cli`) use
-`experiments` (flag changes and arms compared), which use `measure` (requests to an
-engine), which uses `service`, then `backends`, then `transport`; `store` (run history)
-sits below `measure`, which writes to it. `analysis` (pure figures, no I/O) may be used by
-every layer above the foundation (`errors`, `config`, `settings`, `events`, `hosts`,
-`numbers`) and uses nothing but it. Nothing imports upward, no two areas of a layer use
+`experiments` (flag changes and arms compared) and `doctor` (a host's checks, each with
+its fix), which use `measure` (requests to an engine), which uses `service`, then
+`backends`, then `transport`; `store` (run history) sits below `measure`, which writes
+to it. `analysis` (pure figures, no I/O) may be used by every layer above the
+foundation (`errors`, `config`, `settings`, `events`, `hosts`, `numbers`) and uses
+nothing but it. Nothing imports upward, no two areas of a layer use
 each other, the TUI never imports the CLI's `commands`, and no module takes part in an
 import loop. Imports inside functions count too: a lazy import is still a dependency.
 Imports under `if TYPE_CHECKING:` count for the layer order but not as loops: they never
@@ -28,6 +29,7 @@ RANKS = {
     "service": 4,
     "measure": 5,
     "experiments": 6,
+    "doctor": 6,  # composes service, measure (GPU telemetry) and backends; used by the faces
     "tui": 7,
     "commands": 8,  # `connect` and `web` start the TUI; the TUI never uses the CLI
     "cli": 9, "__init__": 9,

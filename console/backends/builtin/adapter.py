@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from console.analysis.records import LiveSample
 from console.backends.adapter import Speculation
+from console.backends.advice import FlagAdvice
 from console.backends.builtin import live
 from console.backends.request import RequestSpec
 from console.backends.sglang import request
@@ -63,3 +64,13 @@ class BuiltinAdapter(SGLangAdapter):
 
     def speculation_off(self, flags: dict[str, FlagValue]) -> dict[str, str | None]:
         return {"speculative-algorithm": "NONE"}
+
+    # -- doctor: /metrics is always on (--enable-metrics is accepted and changes nothing),
+    # and the bundled drafter is the default of every method that drafts
+    drafter_methods = frozenset()
+    spec_counters = (live.OURS_STEPS, live.OURS_COMMITTED)
+    spec_counters_missing = "this engine build exposes no spec-decode counters"
+    spec_counters_fix = "run the engine bundled with this console"
+
+    def metrics_advice(self, flags: dict[str, FlagValue]) -> FlagAdvice | None:
+        return None

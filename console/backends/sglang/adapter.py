@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 from console.analysis.records import LiveSample
 from console.backends.adapter import EngineAdapter, Speculation
+from console.backends.advice import FlagAdvice
 from console.backends.notes import SGLANG_NOTES
 from console.backends.request import RequestFigures, RequestSpec
-from console.backends.sglang import live, request
+from console.backends.sglang import doctor, live, request
 from console.backends.sglang.logparse import (
     SGLANG_READY,
     parse_sglang_decode,
@@ -95,3 +96,13 @@ class SGLangAdapter(EngineAdapter):
 
     def speculation_off(self, flags: dict[str, FlagValue]) -> dict[str, str | None]:
         return {name: None for name in flags if name.startswith("speculative-")}
+
+    # -- doctor
+    drafter_methods = doctor.DRAFTER_METHODS
+    drafter_where = doctor.DRAFTER_WHERE
+    spec_counters = doctor.SPEC_COUNTERS
+    spec_counters_missing = doctor.COUNTERS_MISSING
+    spec_counters_fix = doctor.COUNTERS_FIX
+
+    def metrics_advice(self, flags: dict[str, FlagValue]) -> FlagAdvice | None:
+        return doctor.metrics_advice(flags)

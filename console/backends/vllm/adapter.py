@@ -15,7 +15,7 @@ from console.backends import openai
 from console.backends.adapter import EngineAdapter, Speculation
 from console.backends.notes import VLLM_NOTES
 from console.backends.request import RequestFigures, RequestSpec
-from console.backends.vllm import live, request
+from console.backends.vllm import doctor, live, request
 from console.backends.vllm.logparse import UVICORN_READY, parse_vllm_spec, parse_vllm_throughput
 from console.backends.wire import MetricsScrape, TimedResponse
 from console.config import FlagValue, HostProfile
@@ -153,3 +153,10 @@ class VLLMAdapter(EngineAdapter):
 
     def speculation_off(self, flags: dict[str, FlagValue]) -> dict[str, str | None]:
         return {name: None for name in SPEC_FLAGS if name in flags}
+
+    # -- doctor (/metrics is always served)
+    drafter_methods = doctor.DRAFTER_METHODS
+    drafter_where = doctor.DRAFTER_WHERE
+    spec_counters = doctor.SPEC_COUNTERS
+    spec_counters_missing = doctor.COUNTERS_MISSING
+    spec_counters_fix = doctor.COUNTERS_FIX

@@ -16,7 +16,7 @@ import pytest
 
 from console.cli import build_parser
 from console.tui import keys
-from console.tui.cli_parity import ENTRIES, NOT_YET, SESSION_OPTIONS
+from console.tui.cli_parity import ENTRIES, HOST_ACTIONS, NOT_YET, SESSION_OPTIONS
 from tests.console.tui import fakes, views
 
 MODE_SCOPE = {"prompt": "prompt", "sweeps": "sweeps", "flags": "flags"}
@@ -58,6 +58,25 @@ def test_each_cli_measurement_has_a_palette_entry_with_its_options(command: str)
     placed = {*entry.options, *SESSION_OPTIONS}
     missing = [d for d in MEASURING[command] if d not in placed]
     assert not missing, f"`specconsole {command}` options with no TUI field: {missing}"
+
+
+def _options(command: str) -> list[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    skip = (argparse._HelpAction, argparse._SubParsersAction)
+    return [a.dest for a in sub.choices[command]._actions if not isinstance(a, skip)]
+
+
+@pytest.mark.parametrize("command", sorted(HOST_ACTIONS))
+def test_each_host_action_of_the_cli_is_an_app_action_of_the_tui(command: str) -> None:
+    from console.tui.app import SpecConsoleApp
+
+    spec = keys.BY_ID[HOST_ACTIONS[command]]
+    assert spec.scope == "app" and spec.keys, f"{spec.id} is not an app-wide key"
+    _, name = spec.action.split(".", 1)
+    assert callable(getattr(SpecConsoleApp, f"action_{name}", None)), spec.action
+    unplaced = [d for d in _options(command) if d not in SESSION_OPTIONS]
+    assert not unplaced, f"`specconsole {command}` options the TUI has no place for: {unplaced}"
 
 
 @pytest.mark.parametrize("view", sorted({e.view for e in ENTRIES.values()}))
