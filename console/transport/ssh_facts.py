@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncssh
 
 from console.transport.base import CommandTimeout, LinkLost
-from console.transport.remote_shell import login_shell_line, new_mark
+from console.transport.remote_shell import login_shell_line, marked_script, new_mark
 from console.transport.ssh import SSHTransport
 
 
@@ -21,7 +21,7 @@ class SSHLinkFacts:
         transport = self.transport
         conn = await transport.connection()
         mark = new_mark()
-        line = login_shell_line(transport._script("true", mark, merge=False))
+        line = login_shell_line(marked_script("true", mark, merge=False))
         try:
             done = await conn.run(line, encoding=None, timeout=transport.settings.command_timeout_s)
         except asyncssh.TimeoutError:
