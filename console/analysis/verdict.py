@@ -44,7 +44,7 @@ from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
 from console.analysis.thresholds import EDGE, TYPE_TOL
 from console.analysis.typed_noise import noise_at
-from console.analysis.verdict_outcome import decide
+from console.analysis.verdict_outcome import decide, passage_led
 from console.analysis.verdict_records import (
     MATTERS,
     OUTCOMES,
@@ -432,7 +432,12 @@ def _one(
     plan = SettlePlan.for_figures(sweep.host, observed, baseline, sweep.context_limit)
     outcome, reasons = decide(_hard_gaps(sweep, check), factors, commit, drift,
                                 passages, plan.command() if plan else None)  # fmt: skip
-    settle = plan if outcome == "not enough evidence" and passages > 0 else None
+    # Settling is offered wherever passages leave the answer open or carry it: an open
+    # answer it decides, a "not physics" it confirms before the operator hunts a bug.
+    offered = outcome == "not enough evidence" or (
+        outcome == "not physics" and passage_led(factors[2], passages, drift)
+    )
+    settle = plan if passages > 0 and offered else None
     j = replace(base, outcome=outcome, text_type=text, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
                 reasons=tuple(reasons), commit_check=commit, paired=by_passage,

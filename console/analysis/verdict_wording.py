@@ -39,6 +39,12 @@ def headline(j: Judgement, matters: float = MATTERS) -> str:
             "and text explain (tok/s residual "
             f"{residual.text()}): the drafter or a flag changed; worth a bug hunt."
         )
+    if j.outcome == "not physics" and j.settle is not None:
+        return (
+            f"Not physics: {change(j)} is {residual.text()} off what context and text "
+            "explain, but most of that interval is how far passages of a text differ: "
+            f"confirm it on the same passages before a bug hunt (`{j.settle.command()}`)."
+        )
     if j.outcome == "not physics":
         return (
             f"Not physics: {change(j)} is {residual.text()} off what context and text "

@@ -178,3 +178,29 @@ def test_the_settle_command_is_the_diagnose_commands_own() -> None:
     assert args.settle and args.host == "gpu 1" and args.observed == 32.5
     assert args.observed_requests == 3 and args.baseline_context == 256
     assert plan.prompts == (256, 1028, 1800) and plan.text_types == ("code", "prose")
+
+
+def test_a_not_physics_resting_on_the_passage_term_offers_the_settling_run() -> None:
+    # 3x at one point from own prompts: outside the model's band for unseen passages,
+    # yet a band one null in twenty leaves: the answer says so and names the run that
+    # confirms it before the operator hunts a bug.
+    s = population_sweep(seed=1, passages=range(6))
+    a = own_figure("code", 1000, 40, random.Random(3))
+    j = judge(s, Observed.typed_at(3 * a, 1000, "code", output=OUTPUT, requests=3),
+              typed_baseline(s, a, 1000, "code", output=OUTPUT, requests=3))  # fmt: skip
+    assert j.outcome == "not physics", j.text()
+    assert j.settle is not None and j.offer == j.settle.command(), j.text()
+    assert "confirm it on the same passages" in j.headline and j.offer in j.headline
+
+
+def test_a_not_physics_on_the_sweeps_own_passages_goes_straight_to_the_bug_hunt() -> None:
+    s = population_sweep(seed=1, passages=range(6))
+    point = [x.decode_tok_s for x in s.fitted if x.context_tokens == 1000
+             and x.text_type == "code"]  # fmt: skip
+    mid = math.exp(sum(map(math.log, point)) / len(point))
+    j = judge(s, Observed.typed_at(mid / 3, 1000, "code", output=OUTPUT, requests=3,
+                                   held_out=False),
+              typed_baseline(s, mid, 1000, "code", output=OUTPUT, requests=3,
+                             held_out=False))  # fmt: skip
+    assert j.outcome == "not physics", j.text()
+    assert j.settle is None and "worth a bug hunt" in j.headline, j.text()
