@@ -1,6 +1,7 @@
 """Several hands on one service, through a real sshd as a non-root user on the real
 bundled engine: each round starts two or three random `specconsole` commands at once (set
-with different flags, start, stop, restart, rollback), then checks that
+with different flags, start, stop, restart, rollback, and a flag change applied through
+the TUI's Flags view by the Textual pilot: `tui_apply`), then checks that
 
 - the launch config, the running engine's argv and `status` agree (no drift, ready when
   it runs, stopped when not), and nobody else holds the port;
@@ -11,7 +12,12 @@ with different flags, start, stop, restart, rollback), then checks that
   lease serialises them; the order is whoever got the lease first).
 
 `STRESS_ROUNDS` (default 20, as in CI) and `STRESS_SEED` (default: random, printed) let a
-failure be replayed."""
+failure be replayed.
+
+A TUI apply counts as a `set` of its flag: it exits 0 when it ended ready (or found the
+value already current: "no change"), non-zero when it was refused (another writer's
+lease, taken with `--wait-lock 0` at once or after waiting; a config changed since its
+diff) or failed."""
 
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ pytest.importorskip("engine.serve.app", reason="engine server not available")
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.slow]
 
 HOST = "stress"
+ROOT = Path(__file__).resolve().parents[3]
 WINDOW, BUDGET = "speculative-draft-window-size", "speculative-ddtree-budget"
 TUNED = (WINDOW, BUDGET)
 CHOICES = {WINDOW: (16, 32, 64), BUDGET: (5, 7, 9)}
@@ -62,10 +69,17 @@ class Op:
     def name(self) -> str:
         return " ".join(self.argv)
 
+    @property
+    def said(self) -> str:
+        """What a TUI apply printed first (applied, no change, why it failed)."""
+        if self.argv[0] != "tui-apply" or not self.out.strip():
+            return ""
+        return f" ({self.out.strip().splitlines()[0][:160]})"
+
     def apply(self, m: Model) -> Model | None:
         """The state after this command succeeded in `m`; None: it could not have."""
         verb = self.argv[0]
-        if verb == "set":
+        if verb in ("set", "tui-apply"):  # the TUI's apply is a `set` of its flag
             if "no change" in self.out:
                 return m
             key, _, value = self.argv[2].partition("=")
@@ -83,18 +97,25 @@ class Op:
 
 
 def random_op(rng: random.Random) -> Op:
-    verb = rng.choice(["set", "set", "start", "stop", "restart", "rollback"])
-    if verb == "set":
+    verb = rng.choice(["set", "set", "tui", "start", "stop", "restart", "rollback"])
+    if verb in ("set", "tui"):
         key = rng.choice(TUNED)
-        return Op(("set", HOST, f"{key}={rng.choice(CHOICES[key])}", "--yes", "--timeout", "120"))
+        change = f"{key}={rng.choice(CHOICES[key])}"
+        if verb == "tui":  # refused at once while another writer holds the lease, or waits
+            return Op(("tui-apply", HOST, change, "--wait-lock", rng.choice(("0", "600"))))
+        return Op(("set", HOST, change, "--yes", "--timeout", "120"))
     if verb == "stop":
         return Op(("stop", HOST))
     return Op((verb, HOST, "--timeout", "120"))
 
 
 async def run_op(op: Op) -> Op:
+    # The TUI on the same profile: the same config dir and data dir (the environment).
+    module, argv = ("console.cli", op.argv)
+    if op.argv[0] == "tui-apply":
+        module, argv = ("tests.console.service.tui_apply", op.argv[1:])
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.cli", *op.argv,
+        sys.executable, "-m", module, *argv, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=os.environ.copy(),
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 600)
@@ -210,6 +231,7 @@ async def test_concurrent_changes_never_lose_one_nor_leave_an_engine(
         for n in range(rounds):
             ops = [random_op(rng) for _ in range(rng.choice((2, 3)))]
             await asyncio.gather(*(run_op(op) for op in ops))
+            print(f"round {n}: " + "; ".join(f"{op.name} -> {op.rc}{op.said}" for op in ops))
             seen, problems = await observe(state_dir, profile.port)
             expected = outcomes(model, ops)
             if seen not in expected:
