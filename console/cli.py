@@ -42,6 +42,7 @@ from console.commands.measure import add_sample_options, sample_target
 from console.errors import ConsoleError, ServiceError
 from console.experiments.baseline import ORDERS, apply_with_baseline
 from console.service import EngineService, LifecycleEvent
+from console.service.already_running import AlreadyRunning, start_outcome
 from console.service.flag_view import read_flag_view, value_text
 from console.service.flags import parse_assignments
 from console.service.rollback import plan_rollback
@@ -112,7 +113,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
     return await with_service(args, body)
 
 
-async def _report(event: LifecycleEvent, wait: bool, host: str) -> int:
+async def _report(
+    event: LifecycleEvent, wait: bool, host: str, as_json: bool = False, pid: int | None = None
+) -> int:
+    if as_json:
+        print(json.dumps(start_outcome(event, host, wait, pid), indent=2))
+        return 0 if event.state == "ready" or not wait else EXIT_FAILED
+    if isinstance(event, AlreadyRunning):  # `systemctl start` on a running unit: success
+        print(f"{host}: {event.message}")
+        return 0
     if not wait:
         # --no-wait: the command returns while the engine is still on its way.
         print(f"{host}: {event.describe()}; returned without waiting for ready "
@@ -125,10 +134,15 @@ async def _report(event: LifecycleEvent, wait: bool, host: str) -> int:
     return EXIT_FAILED
 
 
+async def _pid(service: EngineService, args: argparse.Namespace) -> int | None:
+    """The engine's pid for `--json` (one supervisor read; none without --json)."""
+    return (await (await service.supervisor()).state()).pid if args.json else None
+
+
 async def cmd_start(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         event = await service.start(wait=args.wait, timeout=args.timeout)
-        return await _report(event, args.wait, args.host)
+        return await _report(event, args.wait, args.host, args.json, await _pid(service, args))
 
     return await with_service(args, body)
 
@@ -136,7 +150,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
 async def cmd_restart(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         event = await service.restart(wait=args.wait, timeout=args.timeout)
-        return await _report(event, args.wait, args.host)
+        return await _report(event, args.wait, args.host, args.json, await _pid(service, args))
 
     return await with_service(args, body)
 
@@ -313,6 +327,7 @@ def _register_service_commands(host_command: HostCommand) -> None:
                             "while it starts)")  # fmt: skip
         wait_options(p)
         lease_options(p)
+        p.add_argument("--json", action="store_true", help="the outcome as one JSON object")
         p.set_defaults(func=func)
 
     p = host_command("stop", "Stop the engine service (SIGTERM, then SIGKILL after --timeout).")

@@ -25,6 +25,7 @@ from console.errors import ConfigError, one_line
 from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
 from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
 from console.service import LifecycleEvent
+from console.service.already_running import AlreadyRunning
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
 from console.tui.screens.modals import ConfirmScreen, InfoScreen
@@ -316,7 +317,13 @@ class EngineActions:
         app.server_info = None  # it described the process before this action
         if event.state == "ready":
             app.monitor.read_server_info()
-            app.notify(f"{app.host}: ready.")
+            # A start that found it running says so, in the CLI's words.
+            if isinstance(event, AlreadyRunning):
+                pending = event.restart_pending
+                app.notify(f"{app.host}: {event.message}.",
+                           severity="warning" if pending else "information")  # fmt: skip
+            else:
+                app.notify(f"{app.host}: ready.")
         elif event.state == "failed":
             app.notify(f"The engine failed: {event.describe()}.", severity="error", timeout=10)
             app.switch_mode("service")
