@@ -41,9 +41,9 @@ from pathlib import Path
 
 from console.errors import ConsoleError
 
-TARGET_FIRST_FRAME_S = 1.0
+TARGET_FIRST_FRAME_S = 0.5
 TARGET_REDRAW_MS = 15.0
-TARGET_IDLE_CPU_PCT = 3.0
+TARGET_IDLE_CPU_PCT = 1.0
 TERMINAL = (160, 48)  # columns, rows: a laptop terminal, the dashboard's three charts side by side
 ALT_SCREEN = b"\x1b[?1049h"
 # the app's worker groups that never end
