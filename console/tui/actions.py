@@ -19,11 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker
 
-from console.analysis.noise_profile import NoiseProfile
-from console.doctor import DoctorReport, run_doctor
 from console.errors import ConfigError, one_line
-from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
-from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
 from console.service import LifecycleEvent
 from console.service.already_running import AlreadyRunning
 from console.service.engine_service import ApplyResult, FlagPlan
@@ -31,6 +27,9 @@ from console.tui.messages import ActionProgress, ActionRefused, Answer, Request,
 from console.tui.screens.modals import ConfirmScreen, InfoScreen
 
 if TYPE_CHECKING:
+    from console.analysis.noise_profile import NoiseProfile
+    from console.doctor import DoctorReport
+    from console.experiments.baseline import BaselineApply
     from console.tui.app import SpecConsoleApp
 
 
@@ -188,6 +187,10 @@ class EngineActions:
     def calibrate(self) -> None:
         """`specconsole calibrate HOST`: blocks of the baseline's points with a restart
         between each two, unchanged flags; the profile is stored and shown."""
+        # The experiments are imported when first used, not with the console.
+        from console.experiments.baseline import plan_for
+        from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
+
         app = self.app
 
         async def measure() -> NoiseProfile:
@@ -211,6 +214,8 @@ class EngineActions:
     def doctor(self) -> None:
         """`specconsole doctor HOST`: every check of the host, its lines as the CLI
         prints them (each problem with its fix). It changes nothing, so it asks nothing."""
+        from console.doctor import run_doctor
+
         app = self.app
 
         def done(report: DoctorReport) -> None:
@@ -277,6 +282,8 @@ class EngineActions:
                 lambda: app.service.apply(plan, timeout=timeout),  # type: ignore[union-attr]
                 done,
             )
+
+        from console.experiments.baseline import apply_with_baseline
 
         def compared(outcome: BaselineApply) -> None:
             # The baseline's requests join the dashboard's last requests as the prompt

@@ -30,5 +30,8 @@ def test_starting_the_console_imports_no_heavy_module_and_no_view() -> None:
     # nor the other commands' modules (measuring, benchmarks, the service commands)
     commands = [m for m in loaded if m.startswith("console.commands.")]
     assert sorted(commands) == ["console.commands.parsing", "console.commands.ui"], commands
+    # nor the experiments and the doctor: an action imports them when it first runs
+    later = [m for m in loaded if m.startswith(("console.experiments", "console.doctor"))]
+    assert later == []
     views = [f"console.tui.screens.{v}" for v in VIEWS]
     assert [m for m in loaded if m in views] == []
