@@ -108,8 +108,18 @@ class TuiBenchResult:
                 "dashboard with live charts, headless)",
                 f"  idle CPU      {self.idle_cpu_pct_still:7.2f} %    (for comparison: the same, "
                 "charts holding still)",
+                *_bytecode_note(),
             ]
         )
+
+
+def _bytecode_note() -> list[str]:
+    """A line when Python writes no bytecode: every start then compiles the console's
+    sources again, a good part of the first frame an installed console does not pay."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return []
+    return ["  note: PYTHONDONTWRITEBYTECODE is set, so the first frame includes compiling "
+            "the console's sources"]  # fmt: skip
 
 
 # -- first frame ------------------------------------------------------------------------
