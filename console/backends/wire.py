@@ -10,8 +10,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
 
 @dataclass(frozen=True)
 class StreamEvent:
@@ -61,6 +59,9 @@ class MetricsScrape:
 
 
 def parse_metrics(text: str, t: float | None = None) -> MetricsScrape:
+    # Imported at the first scrape, not with the console (a tenth of its start-up).
+    from prometheus_client.parser import text_string_to_metric_families
+
     samples: dict[str, list[MetricSample]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:

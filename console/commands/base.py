@@ -17,8 +17,9 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
+from console.commands.parsing import EXIT_ERROR, EXIT_FAILED, EXIT_USAGE, HostCommand, Parser, err
 from console.events import Subscription
 from console.measure.methods import MethodResult
 from console.measure.prompts import PromptLibrary
@@ -29,16 +30,8 @@ from console.settings import DEFAULT_SETTINGS
 from console.store import RunStore
 from console.transport import ConfirmHostKey, HostKeyInfo
 
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_FAILED = 3  # the engine did not come up (failed state)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one sentence."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"specconsole: {message.rstrip('.')}; see `{self.prog} --help`.\n")
+# Defined in `parsing` (light, for the parser alone), re-exported for the commands.
+__all__ = ["EXIT_ERROR", "EXIT_FAILED", "EXIT_USAGE", "HostCommand", "Parser", "err"]
 
 
 def is_tty() -> bool:
@@ -67,10 +60,6 @@ def host_key_confirmer(accept_new: bool) -> Callable[[HostKeyInfo], Awaitable[bo
         )
 
     return confirm
-
-
-def err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def print_event(event: LifecycleEvent) -> None:
@@ -129,9 +118,6 @@ async def with_service(
                     await printer
                 for event in events.pending():  # published after the printer last ran
                     on_event(event)
-
-
-HostCommand = Callable[[str, str], argparse.ArgumentParser]
 
 
 def seconds(text: str) -> float:

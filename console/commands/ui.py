@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from console.commands.base import HostCommand
+from console.commands.parsing import HostCommand
 from console.hosts import resolve_host
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 
-from console.commands.base import EXIT_FAILED, HostCommand
+from console.commands.parsing import EXIT_FAILED, HostCommand
 from console.errors import ConsoleError
 from console.hosts import resolve_host
 

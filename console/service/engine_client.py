@@ -19,11 +19,10 @@ import asyncio
 import contextlib
 import json
 import time
+import types
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from console.backends.wire import (
     MetricSample,
@@ -36,6 +35,9 @@ from console.errors import ConsoleError, TransportError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 from console.transport.base import Transport
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = [
     "EngineClient",
     "EngineRequestError",
@@ -46,6 +48,15 @@ __all__ = [
     "TimedResponse",
     "parse_metrics",
 ]
+
+
+def _httpx() -> types.ModuleType:
+    """httpx, imported at the first request: a console that draws its first frame before
+    it asks an engine anything (the host picker, a stopped engine) skips its import."""
+    import httpx
+
+    return httpx
+
 
 # A long decode at long context on a big model can take minutes (the settings' default).
 REQUEST_TIMEOUT = DEFAULT_SETTINGS.request_timeout_s
@@ -99,7 +110,7 @@ class EngineClient:
             try:
                 local_port = await stack.enter_async_context(self.transport.forward(self.port))
                 client = await stack.enter_async_context(
-                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{local_port}", trust_env=False)
+                    _httpx().AsyncClient(base_url=f"http://127.0.0.1:{local_port}", trust_env=False)
                 )
             except BaseException:
                 await stack.aclose()
@@ -137,7 +148,7 @@ class EngineClient:
         try:
             client = await self._http()
             return await client.request(method, path, json=json_body, timeout=timeout)
-        except (httpx.TransportError, OSError, TransportError) as exc:
+        except (_httpx().TransportError, OSError, TransportError) as exc:
             await self._after_failure()
             raise self._unreachable(exc) from None
 
@@ -229,7 +240,7 @@ class EngineClient:
                 async for data in _sse_events(response.aiter_lines()):
                     events.append(StreamEvent(time.perf_counter() - t0, data))
             latency = time.perf_counter() - t0
-        except (httpx.TransportError, OSError, TransportError) as exc:
+        except (_httpx().TransportError, OSError, TransportError) as exc:
             await self._after_failure()
             raise self._unreachable(exc) from None
         for event in events:

@@ -19,6 +19,7 @@ from console.backends import Backend, DiscoveredSchema, get_backend
 from console.config import FlagValue, HostProfile
 from console.errors import ConsoleError, FlagError, ServiceError
 from console.events import Broadcast, Subscription
+from console.service.already_running import already_running
 from console.service.engine_checks import EngineChecks
 from console.service.engine_client import EngineClient
 from console.service.flag_change import ApplyResult, FlagPlan, plan_change
@@ -258,13 +259,13 @@ class EngineService(WriterSlot):
         return self.settings.ready_timeout_s if timeout is None else timeout
 
     async def _start(self, *, wait: bool, timeout: float) -> LifecycleEvent:
-        supervisor = await self.supervisor()
-        if (await supervisor.state()).state == "running":
-            raise ServiceError(
-                f"The service on {self.profile.name} is already running; use restart to restart it."
-            )
-        store = await self.store()
+        supervisor, store = await self.supervisor(), await self.store()
         config = await store.current()
+        if (await supervisor.state()).state == "running":  # ready: nothing to start
+            return await already_running(
+                self.profile, self.backend, supervisor, config, await self.client(),
+                await self.checks(),
+            )  # fmt: skip
         if config is None:
             # First start: the profile's flags become the host's launch config.
             config = await self._first_config()

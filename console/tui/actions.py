@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker
 
-from console.analysis.noise_profile import NoiseProfile
-from console.doctor import DoctorReport, run_doctor
 from console.errors import ConfigError, one_line
-from console.experiments.baseline import BaselineApply, apply_with_baseline, plan_for
-from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
 from console.service import LifecycleEvent
+from console.service.already_running import AlreadyRunning
 from console.service.engine_service import ApplyResult, FlagPlan
 from console.tui.messages import ActionProgress, ActionRefused, Answer, Request, answer
 from console.tui.screens.modals import ConfirmScreen, InfoScreen
 
 if TYPE_CHECKING:
+    from console.analysis.noise_profile import NoiseProfile
+    from console.doctor import DoctorReport
+    from console.experiments.baseline import BaselineApply
     from console.tui.app import SpecConsoleApp
 
 
@@ -187,6 +187,10 @@ class EngineActions:
     def calibrate(self) -> None:
         """`specconsole calibrate HOST`: blocks of the baseline's points with a restart
         between each two, unchanged flags; the profile is stored and shown."""
+        # The experiments are imported when first used, not with the console.
+        from console.experiments.baseline import plan_for
+        from console.experiments.calibrate import BLOCKS, RESTARTS, calibrate
+
         app = self.app
 
         async def measure() -> NoiseProfile:
@@ -210,6 +214,8 @@ class EngineActions:
     def doctor(self) -> None:
         """`specconsole doctor HOST`: every check of the host, its lines as the CLI
         prints them (each problem with its fix). It changes nothing, so it asks nothing."""
+        from console.doctor import run_doctor
+
         app = self.app
 
         def done(report: DoctorReport) -> None:
@@ -277,6 +283,8 @@ class EngineActions:
                 done,
             )
 
+        from console.experiments.baseline import apply_with_baseline
+
         def compared(outcome: BaselineApply) -> None:
             # The baseline's requests join the dashboard's last requests as the prompt
             # lab's and the sweeps' do (the experiment measures on its own session).
@@ -316,7 +324,13 @@ class EngineActions:
         app.server_info = None  # it described the process before this action
         if event.state == "ready":
             app.monitor.read_server_info()
-            app.notify(f"{app.host}: ready.")
+            # A start that found it running says so, in the CLI's words.
+            if isinstance(event, AlreadyRunning):
+                pending = event.restart_pending
+                app.notify(f"{app.host}: {event.message}.",
+                           severity="warning" if pending else "information")  # fmt: skip
+            else:
+                app.notify(f"{app.host}: ready.")
         elif event.state == "failed":
             app.notify(f"The engine failed: {event.describe()}.", severity="error", timeout=10)
             app.switch_mode("service")

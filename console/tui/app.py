@@ -19,7 +19,7 @@ service keeps running, as with the headless CLI.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from textual import on
@@ -35,7 +35,7 @@ from console.service import EngineService, LifecycleEvent
 from console.service.engine_service import ServiceStatus
 from console.store import RunStore
 from console.transport import Transport
-from console.tui import keys, messages
+from console.tui import keys, messages, view_modes
 from console.tui.actions import LAUNCHES, ActionRunner, EngineActions
 from console.tui.commands import ConsoleCommands
 from console.tui.connection import Connector, HostConnection, default_connector
@@ -46,14 +46,7 @@ from console.tui.measure_requests import MeasureRequests
 from console.tui.messages import answer
 from console.tui.monitor import ServiceMonitor
 from console.tui.screens.connect import ConnectScreen
-from console.tui.screens.dashboard import DashboardScreen
-from console.tui.screens.flags import FlagsScreen
-from console.tui.screens.history import HistoryScreen
 from console.tui.screens.keys import KeysScreen
-from console.tui.screens.logs import LogsScreen
-from console.tui.screens.prompt_lab import PromptLabScreen
-from console.tui.screens.service import ServiceScreen
-from console.tui.screens.sweeps import SweepsScreen
 from console.tui.screens.views_menu import ViewsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
@@ -75,15 +68,8 @@ class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
     CSS_PATH = "app.tcss"
     BINDINGS = keys.bindings("app")
     COMMANDS = App.COMMANDS | {ConsoleCommands}
-    MODES: ClassVar[dict[str, type[Screen]]] = {  # type: ignore[assignment]
-        "dashboard": DashboardScreen,
-        "service": ServiceScreen,
-        "logs": LogsScreen,
-        "flags": FlagsScreen,
-        "prompt": PromptLabScreen,
-        "sweeps": SweepsScreen,
-        "history": HistoryScreen,
-    }
+    # Each view's screen (and its imports) is built the first time it is shown.
+    MODES: ClassVar[dict[str, Callable[[], Screen]]] = view_modes.MODES  # type: ignore[assignment]
 
     # The session state screens read (state.SessionState); only the app's parts write it.
     # repaint=False: views follow these through watchers and refresh what they show; a

@@ -12,9 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from console.errors import ConsoleError
-from console.experiments.breakeven import run_breakeven
-from console.experiments.settle import settle
-from console.measure import methods
 from console.tui import keys, messages
 from console.tui.messages import answer
 from console.tui.widgets.status_bar import state_text
@@ -63,6 +60,8 @@ class MeasureRequests:
     def on_run_prompt(self, request: messages.RunPrompt) -> None:
         if self._engine_not_ready(request, "prompt") or not self._with_prompts(request, "prompt"):
             return
+        from console.measure import methods  # imported at the first run, not at start-up
+
         measure, kwargs = self.live.measure_session, request.request
         self.runner.run_request(
             request,
@@ -76,6 +75,8 @@ class MeasureRequests:
             return
         if not self._with_prompts(request, request.kind):
             return
+        from console.measure import methods
+
         kind, measure, kwargs = request.kind, self.live.measure_session, request.params
         run = getattr(methods, METHOD_CALLS[kind])
         self.runner.run_request(
@@ -92,6 +93,8 @@ class MeasureRequests:
             return
         if not self._with_prompts(request, "break-even"):
             return
+        from console.experiments.breakeven import run_breakeven
+
         measure, kwargs = self.live.measure_session, request.params
         self.runner.run_request(
             request,
@@ -104,6 +107,8 @@ class MeasureRequests:
         """`specconsole diagnose --settle`: both typed points on the same passages."""
         if self._engine_not_ready(request, "settle"):
             return
+        from console.experiments.settle import settle
+
         measure, plan = self.live.measure_session, request.plan
 
         def run(tick: Any) -> Any:

@@ -13,13 +13,15 @@ not reach the app as if it were a request.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from console.measure.methods import MethodResult
 from console.service.engine_service import FlagPlan
+
+if TYPE_CHECKING:
+    from console.measure.methods import MethodResult
 
 EngineActionName = Literal["start", "restart", "stop", "rollback"]
 

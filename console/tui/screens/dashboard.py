@@ -50,6 +50,7 @@ from console.tui.state import watch_config, watch_state
 from console.tui.widgets.chart import Chart
 from console.tui.widgets.fitted_table import FittedTable
 from console.tui.widgets.status_bar import state_text
+from console.tui.widgets.unchanged import show
 
 
 def flag_widths(width: int) -> tuple[int, int, int]:
@@ -224,7 +225,7 @@ class DashboardScreen(ViewScreen):
             message = session.status.message
         if message:
             line.append(f"\n{message}")
-        self.query_one("#state-line", Static).update(line)
+        show(self.query_one("#state-line", Static), line)
         progress = self.query_one("#load-progress", ProgressBar)
         percent = event.percent if event is not None and state == "loading" else None
         if percent is None and session.status is not None and state == "loading":
@@ -237,9 +238,7 @@ class DashboardScreen(ViewScreen):
             "failed": f"The engine failed. Press {start_key} to start it again, or s for "
             "the exit code, log lines and rollback.",
         }
-        self.query_one("#state-hint", Static).update(
-            "" if session.running else hints.get(state, "")
-        )
+        show(self.query_one("#state-hint", Static), "" if session.running else hints.get(state, ""))
 
     @work(group="dash-flags", exclusive=True, exit_on_error=False)
     async def _load_flags(self) -> None:

@@ -48,18 +48,23 @@ GPU_SLOT = 3
 
 
 MAX_CHART_INTERVAL_S = 10.0
+# Columns of time between live chart redraws. Two: at one sample a second the picture
+# then moves in steps of two columns (about 5 s on the default two-minute window at
+# 160x48) and the charts cost half the idle CPU of one column a redraw (three plotext
+# charts were most of what a live console spends); the readout shows every sample.
+CHART_STEP_COLUMNS = 2
 
 
 def chart_interval(
     samples: Sequence[LiveSample], hz: float, columns: int, window_s: float | None = None
 ) -> float:
-    """Seconds between live chart redraws: about one column's worth of time (a redraw
-    sooner moves the picture by less than a column), at least 1/hz, at most 10 s. The
+    """Seconds between live chart redraws: `CHART_STEP_COLUMNS` columns' worth of time (a
+    redraw sooner moves the picture by less), at least 1/hz, at most 10 s. The
     readout shows every sample at once; a chart spanning ten minutes needs no more."""
     span = samples[-1].t - samples[0].t if len(samples) > 1 else 0.0
     if window_s is not None:
         span = min(span, window_s)  # the charts show this window, not the whole session
-    return min(MAX_CHART_INTERVAL_S, max(1.0 / hz, span / columns))
+    return min(MAX_CHART_INTERVAL_S, max(1.0 / hz, CHART_STEP_COLUMNS * span / columns))
 
 
 def charted(samples: Sequence[LiveSample]) -> list[LiveSample]:

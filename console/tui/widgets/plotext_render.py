@@ -18,13 +18,22 @@ import itertools
 import math
 import re
 import threading
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import plotext
 from rich.text import Text
 
 from console.tui.widgets import axis_ticks
+
+
+def _plotext() -> types.ModuleType:
+    """plotext, imported at the first chart drawn: the console's first frame (the host
+    picker) draws none, and the import is a tenth of a second."""
+    import plotext
+
+    return plotext
+
 
 _LOCK = threading.Lock()
 # plotext's braille dots (U+2801-U+28FF; U+2800 is the blank pattern)
@@ -107,7 +116,7 @@ def _draw_series(fig, s: ChartSeries, width: int, color: RGB | None) -> None:
     # Spread bars first, so the point's marker sits on top of its bar.
     for (x, _), (low, high) in zip(s.points, s.spread or (), strict=False):
         if all(math.isfinite(v) for v in (x, low, high)) and high > low:
-            fig.draw(fig.segment([x, x], [low, high], marker=plotext.marker("braille", color)))
+            fig.draw(fig.segment([x, x], [low, high], marker=_plotext().marker("braille", color)))
     clean = sorted((x, y) for x, y in s.points if math.isfinite(x) and math.isfinite(y))
     parts = segments(clean, s.gap)
     total = max(1, len(clean))
@@ -122,12 +131,12 @@ def _draw_series(fig, s: ChartSeries, width: int, color: RGB | None) -> None:
         xs = [p[0] for p in points]
         ys = [p[1] for p in points]
         if s.lines and len(points) > 1:
-            line = fig.signal(xs, ys, marker=plotext.marker("braille", color))
+            line = fig.signal(xs, ys, marker=_plotext().marker("braille", color))
             line.lines()
             fig.draw(line)
         if s.markers or len(points) == 1:
             # A lone point between gaps would be one braille dot; a marker shows it.
-            fig.draw(fig.signal(xs, ys, marker=plotext.marker(POINT_MARKER, color)))
+            fig.draw(fig.signal(xs, ys, marker=_plotext().marker(POINT_MARKER, color)))
 
 
 def _round_axes(fig, drawn: Sequence[ChartSeries], width: int, rows: int) -> None:
@@ -172,7 +181,7 @@ def render_lines(
     legend = len(drawn) > 1 if legend is None else legend and bool(drawn)
     plot_height = height - 1 if legend else height
     with _LOCK:
-        fig = plotext.figure
+        fig = _plotext().figure
         fig.clear()
         fig.plot_size(width, plot_height)
         fig.theme("colorless")

@@ -14,6 +14,7 @@ from textual.widgets import LoadingIndicator, Static
 
 from console.service.state_text import service_state
 from console.tui.state import session_of, watch_state
+from console.tui.widgets.unchanged import show
 
 STATE_COLOR = {"ready": "success", "failed": "error", "stopped": "warning", "stopping": "warning"}
 
@@ -68,8 +69,11 @@ class StatusBar(Horizontal):
             text.append(f"  port {status.port}")
         if session.link_down:
             text.append(f"  ⚠ {session.link_down}", style=f"bold {colors.get('error', '')}".strip())
-        self.query_one("#status-text", Static).update(text)
+        show(self.query_one("#status-text", Static), text)
         self.set_class(bool(session.running), "busy")
-        self.query_one("#action", Static).update(
-            f"{session.running}… (C cancels)" if session.running else ""
-        )
+        # Textual's indicator repaints 16 times a second even while hidden: it animates
+        # only while an action runs (an idle console otherwise wakes 16 times a second).
+        indicator = self.query_one(LoadingIndicator)
+        indicator.auto_refresh = 1 / 16 if session.running else None
+        show(self.query_one("#action", Static),
+             f"{session.running}… (C cancels)" if session.running else "")  # fmt: skip

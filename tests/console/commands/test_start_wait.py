@@ -7,6 +7,7 @@ engine."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,3 +57,18 @@ def test_start_follows_to_ready_unless_told_not_to(host: str) -> None:
     assert early.returncode == 0, early.stderr
     assert "returned without waiting for ready (--no-wait)" in early.stdout, early.stdout
     assert f"specconsole status {host}" in early.stdout
+
+
+def test_start_on_a_running_engine_succeeds_with_nothing_to_start(host: str) -> None:
+    """`systemctl start` on a running unit: a script's start-then-measure runs twice."""
+    assert _cli("start", host).returncode == 0
+    pid = json.loads(_cli("status", host, "--json").stdout)["pid"]
+    again = _cli("start", host)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"{host}: already running (pid {pid}), ready: nothing to start"
+    as_json = _cli("start", host, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    outcome = json.loads(as_json.stdout)
+    assert outcome["state"] == "ready" and outcome["already_running"] is True, outcome
+    assert (outcome["pid"], outcome["restart_pending"]) == (pid, False), outcome
+    assert json.loads(_cli("status", host, "--json").stdout)["pid"] == pid  # nothing restarted

@@ -87,7 +87,10 @@ class Op:
             flags = tuple(int(value) if k == key else v for k, v in pairs)
             return Model(True, flags, m.flags)
         if verb == "start":
-            return None if m.running else replace(m, running=True)
+            # On a running engine, nothing to start: a success that changes nothing.
+            if m.running:
+                return m if "nothing to start" in self.out else None
+            return replace(m, running=True)
         if verb == "stop":
             return replace(m, running=False)
         if verb == "restart":

@@ -112,6 +112,13 @@ async def test_start_apply_fail_rollback_quit(local_profile: HostProfile) -> Non
             await pilot.press("S")
             await wait_for(pilot, "ready", lambda: state(app) == "ready" and not app.running)
             assert seen[0] == "starting" and "ready" in seen
+            # Again: nothing to start, in the CLI's words (`specconsole start` exits 0).
+            pid = app.status.pid
+            await pilot.press("S")
+            said = f"local: already running (pid {pid}), ready: nothing to start."
+            notes = lambda: [n.message for n in app._notifications]  # noqa: E731
+            await wait_for(pilot, "nothing to start", lambda: said in notes() and not app.running)
+            assert app.status.pid == pid
 
             # A bad value is refused as you type, with the CLI's sentence.
             await pilot.press("f")

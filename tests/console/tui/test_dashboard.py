@@ -209,8 +209,46 @@ async def test_charts_draw_only_when_a_sample_arrives(monkeypatch) -> None:
         assert chart.draws == drawn
         last = fakes.live_samples()[-1]
         app.ingest_live([LiveSample(t=last.t + 2, source="log", tok_s=90.0)])
-        await pilot.pause(0.6)
+        # drawn at the charts' own rate (a few seconds on a two-minute span), then once
+        for _ in range(160):
+            if chart.draws > drawn:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
         assert chart.draws == drawn + 1
+
+
+async def test_an_unchanged_status_poll_repaints_nothing_and_idle_has_no_animation() -> None:
+    """A status poll every two seconds finds the same state most of the time: the state
+    words are not given again (an update lays out the whole screen), and the status
+    bar's busy indicator animates only while an action runs (16 repaints a second)."""
+    from textual.widgets import LoadingIndicator, Static
+
+    service = fakes.FakeService()
+    app = _app(service)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.status = await service.status()
+        await pilot.pause(0.3)
+        updates: list[str] = []
+        for selector in ("#state-line", "#state-hint", "#status-text"):
+            widget = app.screen.query_one(selector, Static)
+            original = widget.update
+            widget.update = lambda *a, _o=original, _s=selector, **k: (
+                updates.append(_s),
+                _o(*a, **k),
+            )  # type: ignore[method-assign]
+        for _ in range(3):
+            app.status = await service.status()  # an equal status, as a poll reads it
+            await pilot.pause()
+        assert updates == []
+        indicator = app.screen.query_one(LoadingIndicator)
+        assert indicator.auto_refresh is None
+        app.running = "restart"
+        await pilot.pause()
+        assert indicator.auto_refresh
+        app.running = ""
+        await pilot.pause()
+        assert indicator.auto_refresh is None
 
 
 # -- snapshots at the three sizes ------------------------------------------------------

@@ -32,6 +32,12 @@ from console.tui.widgets.status_bar import state_text
 from tests.console.tui import fakes
 
 
+async def _command(argv: list[str]) -> int:
+    """One `specconsole` command run in this process, as `main` runs it."""
+    args = cli.build_parser().parse_args(argv)
+    return await args.func(args)
+
+
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """Profile `lab` on this machine, with the fakes' schema, server info and state."""
@@ -73,12 +79,12 @@ async def test_status_lists_the_dashboards_key_flags(lab, capsys) -> None:
         fakes.FakeService(), info=fakes.INFO, ask_engine=False)).key_flags()]  # fmt: skip
     assert dashboard[0] == ("algorithm", "DDTREE", "engine")
 
-    assert await cli.cmd_status(cli.build_parser().parse_args(["status", "lab", "--json"])) == 0
+    assert await _command(["status", "lab", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(k["label"], k["value"], k["source"]) for k in out["key_flags"]] == dashboard
     assert out["state"] == "ready" and out["detail"] == ""
 
-    assert await cli.cmd_status(cli.build_parser().parse_args(["status", "lab"])) == 0
+    assert await _command(["status", "lab"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("gpu1: ready (builtin, process supervisor, pid 4242, port 30000)")
     for label, value, source in dashboard:
@@ -91,7 +97,7 @@ async def test_status_line_and_status_bar_say_the_same_state(lab, capsys) -> Non
     lab.status = fakes.FAILED
     bar = state_text(SimpleNamespace(status=fakes.FAILED, lifecycle=None, running=None))
     assert bar == ("failed", "exit code 1")
-    assert await cli.cmd_status(cli.build_parser().parse_args(["status", "lab"])) == 0
+    assert await _command(["status", "lab"]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"gpu1: {bar[0]} {bar[1]} (builtin")
     # Stopped engine: the key flags come from the launch config and the defaults.
@@ -100,14 +106,14 @@ async def test_status_line_and_status_bar_say_the_same_state(lab, capsys) -> Non
 
 async def test_flags_json_has_the_engines_effective_values(lab, capsys) -> None:
     await _write(lab.service, fakes.CONFIG)
-    assert await cli.cmd_flags(cli.build_parser().parse_args(["flags", "lab", "--json"])) == 0
+    assert await _command(["flags", "lab", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["current"] == fakes.FLAGS
     assert out["effective"]["speculative-algorithm"] == "DDTREE"
     assert out["effective"]["speculative-draft-window-size"] == 1024
     assert [f["name"] for f in out["flags"]] == [s.name for s in fakes.SPECS]
 
-    assert await cli.cmd_flags(cli.build_parser().parse_args(["flags", "lab"])) == 0
+    assert await _command(["flags", "lab"]) == 0
     text = capsys.readouterr().out
     assert "--speculative-algorithm = -   [{NONE,DFLASH,DDTREE}, default DDTREE]   engine " \
            "reports DDTREE" in text  # fmt: skip
@@ -121,7 +127,7 @@ async def test_rollback_shows_the_diff_the_tui_confirms(lab, capsys) -> None:
     confirm_text = await EngineActions._rollback_diff(tui)  # type: ignore[arg-type]
     assert "+--context-length 1024" in confirm_text
 
-    assert await cli.cmd_rollback(cli.build_parser().parse_args(["rollback", "lab"])) == 0
+    assert await _command(["rollback", "lab"]) == 0
     out = capsys.readouterr().out
     assert out == f"{confirm_text}\nlab: rolled back and ready\n"
 
