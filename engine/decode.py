@@ -1,7 +1,9 @@
-"""Greedy generation loops: autoregressive, DFlash (linear verify) and DDTree (tree verify).
+"""Generation loops: autoregressive, DFlash (linear verify) and DDTree (tree verify).
 
-Every loop is lossless: the target's argmax decides every committed token, so all three
-methods emit the same tokens; the drafter only changes how many are committed per target
+Every loop is lossless. Greedy (temperature 0): the target's argmax decides every
+committed token, so all three methods emit the same tokens. Sampled (temperature > 0):
+speculative sampling (engine/spec_sampling.py) keeps each method's output distribution
+exactly the target's; the drafter only changes how many tokens are committed per target
 forward. Each verify round reports its commit length (accepted drafts + the bonus token,
 called tau in the DFlash and DDTree papers), the context length it ran at, and where its
 time went; decode throughput is then exactly sum(commit) / sum(step time).
@@ -18,6 +20,8 @@ import torch
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
+from engine.sampling import GREEDY, SamplingSettings, sample, warp
+from engine.spec_sampling import accept_chain, sample_tree, walk_tree
 from engine.tree import build_tree, follow_verified
 from engine.verify_inputs import RowIds, TreeIds, TreeMask
 
@@ -136,6 +140,8 @@ class Decoder:
         # The running request's caches (the engine thread sets them; /get_server_info reads).
         self._live: tuple[KVCache, KVCache | None] | None = None
         self.last_kv_cache_bytes = 0  # what the last finished request had allocated
+        self._sampling: SamplingSettings | None = None  # the running request's, None: greedy
+        self._gen: torch.Generator | None = None
 
     def kv_cache_info(self) -> dict[str, int]:
         """Current and maximum KV cache size, target and drafter together.
@@ -172,6 +178,7 @@ class Decoder:
         max_new_tokens: int,
         eos_token_ids: Iterable[int] = (),
         ignore_eos: bool = False,
+        sampling: SamplingSettings = GREEDY,
     ) -> Generation:
         gen = Generation(prompt_len=len(prompt_ids))
         for step in self.stream(
@@ -179,6 +186,7 @@ class Decoder:
             max_new_tokens=max_new_tokens,
             eos_token_ids=eos_token_ids,
             ignore_eos=ignore_eos,
+            sampling=sampling,
         ):
             gen.tokens.extend(step.tokens)
             if step.stats is not None:
@@ -198,7 +206,11 @@ class Decoder:
         max_new_tokens: int,
         eos_token_ids: Iterable[int] = (),
         ignore_eos: bool = False,
+        sampling: SamplingSettings = GREEDY,
     ) -> Iterator[Step]:
+        """The request's steps. `sampling` at temperature 0 (the default) decodes greedily,
+        token-identical to AR; otherwise every draw comes from one generator seeded by
+        `sampling.seed`, so a seed reproduces its tokens."""
         n = len(prompt_ids)
         if n == 0:
             raise ValueError("the prompt is empty")
@@ -215,6 +227,8 @@ class Decoder:
         self._tree_mask = TreeMask(self.target.dtype, self.target.device, groups)
         self._tree_ids = TreeIds(self.target.device)
         self._path_ids = RowIds(self.target.device, self.block_size)
+        self._sampling = None if sampling.greedy else sampling
+        self._gen = None if sampling.greedy else sampling.generator(self.target.device)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(
@@ -258,7 +272,7 @@ class Decoder:
             output_layers=self.layer_ids,
             logits_rows=slice(-1, None),
         )
-        bonus = int(logits[0, -1].argmax())
+        bonus = self._pick(logits[0, -1])
         if session is not None:
             session.add_context(hidden)
         first, reason = cut([bonus])
@@ -269,8 +283,8 @@ class Decoder:
         start = n  # position of the bonus token; the target cache holds [0, start)
         round_fn = {
             "ar": self._ar_round,
-            "dflash": self._dflash_round,
-            "ddtree": self._ddtree_round,
+            "dflash": self._dflash_round if self._sampling is None else self._dflash_sampled,
+            "ddtree": self._ddtree_round if self._sampling is None else self._ddtree_sampled,
         }[self.method]
         while True:
             new_tokens, stats = round_fn(cache, session, bonus, start, clock)
@@ -291,9 +305,15 @@ class Decoder:
         logits, _ = self.target(
             torch.tensor([[bonus]], device=dev), torch.tensor([[start]], device=dev), cache
         )
-        nxt = int(logits[0, -1].argmax())
+        nxt = self._pick(logits[0, -1])
         verify = clock.lap()
         return [nxt], RoundStats(1, ctx, 0.0, 0.0, verify, 0.0, 1)
+
+    def _pick(self, logits: torch.Tensor) -> int:
+        """The next token from one row of target logits: its argmax, or a sample."""
+        if self._sampling is None:
+            return int(logits.argmax())
+        return int(sample(warp(logits, self._sampling), self._gen))
 
     def _room(self, start: int) -> int:
         """Verify rows that still fit in the context after `start`."""
@@ -342,6 +362,53 @@ class Decoder:
             session.add_context([taps[:, : len(path)]])
         else:
             session.add_context([taps.index_select(1, self._path_ids(path))])
+        tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
+        commit_ms = clock.lap()
+        return tokens, RoundStats(
+            len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree)
+        )
+
+    # The sampled rounds: the same forwards as the greedy ones above, with the drafts drawn
+    # from the drafter's distribution and the verify's accept rule from spec_sampling.
+
+    def _dflash_sampled(self, cache, session: DraftSession, bonus, start, clock):
+        dev = self.target.device
+        ctx = cache.length
+        clock.lap()
+        block = min(self.block_size, self._room(start))
+        q = warp(session.propose(bonus, start, self.block_size)[: block - 1], self._sampling)
+        drafts = sample(q, self._gen)
+        draft_ms = clock.lap()
+        ids = torch.cat([torch.tensor([bonus], device=dev), drafts])[None]
+        pos = torch.arange(start, start + ids.shape[1], device=dev)[None]
+        logits, hidden = self.target(ids, pos, cache, output_layers=self.layer_ids)
+        p = warp(logits[0], self._sampling)
+        verify_ms = clock.lap()
+        accepted, nxt = accept_chain(p, q, drafts, self._gen)
+        commit = accepted + 1
+        cache.crop(start + commit)
+        session.add_context([h[:, :commit] for h in hidden])
+        tokens = drafts[:accepted].tolist() + [nxt]
+        commit_ms = clock.lap()
+        return tokens, RoundStats(commit, ctx, draft_ms, 0.0, verify_ms, commit_ms, ids.shape[1])
+
+    def _ddtree_sampled(self, cache, session: DraftSession, bonus, start, clock):
+        ctx = cache.length
+        clock.lap()
+        q = warp(session.propose(bonus, start, self.block_size), self._sampling)
+        draft_ms = clock.lap()
+        budget = min(self.budget, self._room(start) - 1)
+        tree = sample_tree(bonus, q, budget, self._gen)
+        ids, pos = self._tree_ids(tree, start)
+        mask = self._tree_mask(tree, ctx)
+        tree_ms = clock.lap()
+        logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
+        p = warp(logits[0], self._sampling)
+        verify_ms = clock.lap()
+        path, new_bonus = walk_tree(tree, p, q, self._gen)
+        cache.compact(ctx, path)
+        taps = hidden[0] if len(hidden) == 1 else torch.cat(hidden, dim=-1)
+        session.add_context([taps.index_select(1, self._path_ids(path))])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
         return tokens, RoundStats(
