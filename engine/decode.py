@@ -17,30 +17,17 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.decode_sampled import SampledRounds
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
-from engine.sampling import GREEDY, SamplingSettings, sample, warp
-from engine.spec_sampling import accept_chain, sample_tree, walk_tree
+from engine.round_stats import RoundStats
+from engine.sampling import GREEDY, SamplingSettings
 from engine.tree import build_tree, follow_verified
 from engine.verify_inputs import RowIds, TreeIds, TreeMask
 
 METHODS = ("ar", "dflash", "ddtree")
-
-
-@dataclass(frozen=True)
-class RoundStats:
-    commit_len: int  # tokens committed this round, incl. the bonus token (tau)
-    context_len: int  # tokens in the target KV cache when the round started
-    draft_ms: float
-    tree_ms: float
-    verify_ms: float
-    commit_ms: float
-    tree_nodes: int  # tokens verified incl. the root (1 for AR)
-
-    @property
-    def step_ms(self) -> float:
-        return self.draft_ms + self.tree_ms + self.verify_ms + self.commit_ms
+__all__ = ["METHODS", "Decoder", "Generation", "RoundStats", "Step"]
 
 
 @dataclass
@@ -102,7 +89,7 @@ class _Clock:
         return ms
 
 
-class Decoder:
+class Decoder(SampledRounds):
     def __init__(
         self,
         target: Qwen3ForCausalLM,
@@ -309,12 +296,6 @@ class Decoder:
         verify = clock.lap()
         return [nxt], RoundStats(1, ctx, 0.0, 0.0, verify, 0.0, 1)
 
-    def _pick(self, logits: torch.Tensor) -> int:
-        """The next token from one row of target logits: its argmax, or a sample."""
-        if self._sampling is None:
-            return int(logits.argmax())
-        return int(sample(warp(logits, self._sampling), self._gen))
-
     def _room(self, start: int) -> int:
         """Verify rows that still fit in the context after `start`."""
         return self.max_context - start
@@ -362,53 +343,6 @@ class Decoder:
             session.add_context([taps[:, : len(path)]])
         else:
             session.add_context([taps.index_select(1, self._path_ids(path))])
-        tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
-        commit_ms = clock.lap()
-        return tokens, RoundStats(
-            len(path), ctx, draft_ms, tree_ms, verify_ms, commit_ms, len(tree)
-        )
-
-    # The sampled rounds: the same forwards as the greedy ones above, with the drafts drawn
-    # from the drafter's distribution and the verify's accept rule from spec_sampling.
-
-    def _dflash_sampled(self, cache, session: DraftSession, bonus, start, clock):
-        dev = self.target.device
-        ctx = cache.length
-        clock.lap()
-        block = min(self.block_size, self._room(start))
-        q = warp(session.propose(bonus, start, self.block_size)[: block - 1], self._sampling)
-        drafts = sample(q, self._gen)
-        draft_ms = clock.lap()
-        ids = torch.cat([torch.tensor([bonus], device=dev), drafts])[None]
-        pos = torch.arange(start, start + ids.shape[1], device=dev)[None]
-        logits, hidden = self.target(ids, pos, cache, output_layers=self.layer_ids)
-        p = warp(logits[0], self._sampling)
-        verify_ms = clock.lap()
-        accepted, nxt = accept_chain(p, q, drafts, self._gen)
-        commit = accepted + 1
-        cache.crop(start + commit)
-        session.add_context([h[:, :commit] for h in hidden])
-        tokens = drafts[:accepted].tolist() + [nxt]
-        commit_ms = clock.lap()
-        return tokens, RoundStats(commit, ctx, draft_ms, 0.0, verify_ms, commit_ms, ids.shape[1])
-
-    def _ddtree_sampled(self, cache, session: DraftSession, bonus, start, clock):
-        ctx = cache.length
-        clock.lap()
-        q = warp(session.propose(bonus, start, self.block_size), self._sampling)
-        draft_ms = clock.lap()
-        budget = min(self.budget, self._room(start) - 1)
-        tree = sample_tree(bonus, q, budget, self._gen)
-        ids, pos = self._tree_ids(tree, start)
-        mask = self._tree_mask(tree, ctx)
-        tree_ms = clock.lap()
-        logits, hidden = self.target(ids, pos, cache, attn_mask=mask, output_layers=self.layer_ids)
-        p = warp(logits[0], self._sampling)
-        verify_ms = clock.lap()
-        path, new_bonus = walk_tree(tree, p, q, self._gen)
-        cache.compact(ctx, path)
-        taps = hidden[0] if len(hidden) == 1 else torch.cat(hidden, dim=-1)
-        session.add_context([taps.index_select(1, self._path_ids(path))])
         tokens = [tree.tokens[i] for i in path[1:]] + [new_bonus]
         commit_ms = clock.lap()
         return tokens, RoundStats(
