@@ -198,3 +198,21 @@ def test_the_fit_catches_deterministic_children_under_the_sampled_rule():
     biases the first token by ~30% TV here, and 3000 draws see it."""
     with pytest.raises(AssertionError, match="chi2"):
         _rule_fit(12, 1.0, 1.0, draws=3000, model_cls=TopKChildren)
+
+
+def test_a_wider_sampled_tree_commits_more_than_the_chain(pair):
+    """Lossless is not enough: the sampled tree must still pay. With children drawn from q,
+    more of them per node means more chances to accept (here ~1.9 tokens a round for the
+    chain, ~3.1 for a 40-node tree)."""
+    target, drafter = pair
+
+    def commit(method, budget):
+        dec = Decoder(target, drafter, method=method, budget=budget)
+        rounds = []
+        for seed in range(40):
+            s = SamplingSettings(temperature=1.0, seed=seed)
+            rounds += dec.generate(PROMPT, max_new_tokens=30, ignore_eos=True, sampling=s).rounds
+        return sum(r.commit_len for r in rounds) / len(rounds)
+
+    chain, tree = commit("dflash", None), commit("ddtree", 40)
+    assert chain > 1.2 and tree > chain + 0.5
