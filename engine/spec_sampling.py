@@ -28,8 +28,12 @@ built from q's sorted probabilities (so it depends on q only, never on a draw), 
 rank-r token of depth d is the r-th of an ordered sample without replacement from q_d
 (Gumbel-top-k: the top keys of log q + Gumbel noise; Kool et al. 2019, "Stochastic Beams
 and Where to Find Them"). Each node's children are then the first m draws without
-replacement from q of its depth, m fixed by the shape. Claim: from a state (r, q) with
-candidates still to come, drawn without replacement from q, the node emits exactly r.
+replacement from q of its depth, m fixed by the shape. (All nodes of a depth share that
+depth's sample, which is harmless: a walk visits one node per depth, so each depth's
+sample is used once, and it is independent of everything the walk did above it.)
+
+Claim: from a state (r, q) with candidates still to come, drawn without replacement from
+q, the node emits exactly r.
 Induction on the candidates left: with none, it samples r. Otherwise the next candidate
 c ~ q is accepted and emitted as x with probability q(x) min(1, r(x)/q(x)) = min(q, r)(x);
 it is rejected with probability 1 - sum min(q, r) = sum max(0, r - q) = Z, and then,
