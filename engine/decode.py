@@ -1,7 +1,9 @@
-"""Greedy generation loops: autoregressive, DFlash (linear verify) and DDTree (tree verify).
+"""Generation loops: autoregressive, DFlash (linear verify) and DDTree (tree verify).
 
-Every loop is lossless: the target's argmax decides every committed token, so all three
-methods emit the same tokens; the drafter only changes how many are committed per target
+Every loop is lossless. Greedy (temperature 0): the target's argmax decides every
+committed token, so all three methods emit the same tokens. Sampled (temperature > 0):
+speculative sampling (engine/spec_sampling.py) keeps each method's output distribution
+exactly the target's; the drafter only changes how many tokens are committed per target
 forward. Each verify round reports its commit length (accepted drafts + the bonus token,
 called tau in the DFlash and DDTree papers), the context length it ran at, and where its
 time went; decode throughput is then exactly sum(commit) / sum(step time).
@@ -15,28 +17,17 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.decode_sampled import SampledRounds
 from engine.drafter import DFlashDrafter, DraftSession
 from engine.kvcache import KVCache
 from engine.model import Qwen3ForCausalLM
+from engine.round_stats import RoundStats
+from engine.sampling import GREEDY, SamplingSettings
 from engine.tree import build_tree, follow_verified
 from engine.verify_inputs import RowIds, TreeIds, TreeMask
 
 METHODS = ("ar", "dflash", "ddtree")
-
-
-@dataclass(frozen=True)
-class RoundStats:
-    commit_len: int  # tokens committed this round, incl. the bonus token (tau)
-    context_len: int  # tokens in the target KV cache when the round started
-    draft_ms: float
-    tree_ms: float
-    verify_ms: float
-    commit_ms: float
-    tree_nodes: int  # tokens verified incl. the root (1 for AR)
-
-    @property
-    def step_ms(self) -> float:
-        return self.draft_ms + self.tree_ms + self.verify_ms + self.commit_ms
+__all__ = ["METHODS", "Decoder", "Generation", "RoundStats", "Step"]
 
 
 @dataclass
@@ -98,7 +89,7 @@ class _Clock:
         return ms
 
 
-class Decoder:
+class Decoder(SampledRounds):
     def __init__(
         self,
         target: Qwen3ForCausalLM,
@@ -136,6 +127,8 @@ class Decoder:
         # The running request's caches (the engine thread sets them; /get_server_info reads).
         self._live: tuple[KVCache, KVCache | None] | None = None
         self.last_kv_cache_bytes = 0  # what the last finished request had allocated
+        self._sampling: SamplingSettings | None = None  # the running request's, None: greedy
+        self._gen: torch.Generator | None = None
 
     def kv_cache_info(self) -> dict[str, int]:
         """Current and maximum KV cache size, target and drafter together.
@@ -172,6 +165,7 @@ class Decoder:
         max_new_tokens: int,
         eos_token_ids: Iterable[int] = (),
         ignore_eos: bool = False,
+        sampling: SamplingSettings = GREEDY,
     ) -> Generation:
         gen = Generation(prompt_len=len(prompt_ids))
         for step in self.stream(
@@ -179,6 +173,7 @@ class Decoder:
             max_new_tokens=max_new_tokens,
             eos_token_ids=eos_token_ids,
             ignore_eos=ignore_eos,
+            sampling=sampling,
         ):
             gen.tokens.extend(step.tokens)
             if step.stats is not None:
@@ -198,7 +193,11 @@ class Decoder:
         max_new_tokens: int,
         eos_token_ids: Iterable[int] = (),
         ignore_eos: bool = False,
+        sampling: SamplingSettings = GREEDY,
     ) -> Iterator[Step]:
+        """The request's steps. `sampling` at temperature 0 (the default) decodes greedily,
+        token-identical to AR; otherwise every draw comes from one generator seeded by
+        `sampling.seed`, so a seed reproduces its tokens."""
         n = len(prompt_ids)
         if n == 0:
             raise ValueError("the prompt is empty")
@@ -215,6 +214,8 @@ class Decoder:
         self._tree_mask = TreeMask(self.target.dtype, self.target.device, groups)
         self._tree_ids = TreeIds(self.target.device)
         self._path_ids = RowIds(self.target.device, self.block_size)
+        self._sampling = None if sampling.greedy else sampling
+        self._gen = None if sampling.greedy else sampling.generator(self.target.device)
         self._live = (cache, _cache_of(session))
         try:
             yield from self._decode(
@@ -258,7 +259,7 @@ class Decoder:
             output_layers=self.layer_ids,
             logits_rows=slice(-1, None),
         )
-        bonus = int(logits[0, -1].argmax())
+        bonus = self._pick(logits[0, -1])
         if session is not None:
             session.add_context(hidden)
         first, reason = cut([bonus])
@@ -269,8 +270,8 @@ class Decoder:
         start = n  # position of the bonus token; the target cache holds [0, start)
         round_fn = {
             "ar": self._ar_round,
-            "dflash": self._dflash_round,
-            "ddtree": self._ddtree_round,
+            "dflash": self._dflash_round if self._sampling is None else self._dflash_sampled,
+            "ddtree": self._ddtree_round if self._sampling is None else self._ddtree_sampled,
         }[self.method]
         while True:
             new_tokens, stats = round_fn(cache, session, bonus, start, clock)
@@ -291,7 +292,7 @@ class Decoder:
         logits, _ = self.target(
             torch.tensor([[bonus]], device=dev), torch.tensor([[start]], device=dev), cache
         )
-        nxt = int(logits[0, -1].argmax())
+        nxt = self._pick(logits[0, -1])
         verify = clock.lap()
         return [nxt], RoundStats(1, ctx, 0.0, 0.0, verify, 0.0, 1)
 

@@ -64,15 +64,23 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
     logp_t, tok_t = torch.log_softmax(draft_logits, dim=-1).topk(k, dim=-1)
     if logp_t.device.type != "cpu":
         logp_t, tok_t = logp_t.cpu(), tok_t.cpu()
-    logp = logp_t.tolist()
-    tok = tok_t.tolist()
+    return best_first(root_token, logp_t.tolist(), tok_t.tolist(), budget, [k] * depth_limit)
 
+
+def best_first(
+    root_token: int, logp: list[list[float]], tok: list[list[int]], budget: int, widths: list[int]
+) -> DraftTree:
+    """The tree of the `budget` most probable prefixes when depth d's rank-r token is
+    tok[d][r] with log-probability logp[d][r] (non-increasing in r), using at most
+    widths[d] ranks of depth d. A node's children are ranks 0..m-1 of the next depth, in
+    rank order (rank r + 1 is only pushed once rank r is popped)."""
     tokens = [root_token]
     parents = [-1]
     depths = [0]
     child_maps: list[dict[int, int]] = [{}]
     log_probs = [0.0]
-    if budget <= 0 or depth_limit == 0:
+    depth_limit = len(widths)
+    if budget <= 0 or depth_limit == 0 or widths[0] <= 0:
         return DraftTree(tokens, parents, depths, child_maps, log_probs)
     # Entries: (-log q, rank path for deterministic tie-breaks, parent, depth, rank, log q)
     heap = [(-logp[0][0], (0,), 0, 1, 0, logp[0][0])]
@@ -86,10 +94,10 @@ def build_tree(root_token: int, draft_logits: torch.Tensor, budget: int) -> Draf
         child_maps.append({})
         log_probs.append(logw)
         child_maps[parent][t] = i
-        if r + 1 < k:
+        if r + 1 < widths[d - 1]:
             w = logw - logp[d - 1][r] + logp[d - 1][r + 1]
             heapq.heappush(heap, (-w, (*ranks[:-1], r + 1), parent, d, r + 1, w))
-        if d < depth_limit:
+        if d < depth_limit and widths[d] > 0:
             w = logw + logp[d][0]
             heapq.heappush(heap, (-w, (*ranks, 0), i, d + 1, 0, w))
 

@@ -12,7 +12,7 @@ import sys
 import torch
 
 from engine.bench.measure import run
-from engine.bench.table import print_table
+from engine.bench.table import print_table, print_temperatures
 from engine.decode import METHODS
 from engine.train.corpus import BENCH_PROMPTS_PATH
 
@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods", type=lambda s: s.split(","), default=list(METHODS), help="methods to compare"
     )
+    p.add_argument(
+        "--temperature",
+        type=_temperature,
+        default=0.0,
+        help="above 0: every arm also runs sampled at this temperature (seeded per prompt), "
+        "reported beside temperature 0 with each arm's 8-gram repeat share; the JSON is "
+        "then keyed by temperature",
+    )
     add_run_args(p)
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
@@ -115,6 +123,13 @@ def _budgets(text: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
+def _temperature(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _at_least_one(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -128,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}", file=sys.stderr)
         return 2
+    if args.peer == "vllm" and args.temperature > 0:
+        print("--temperature is not supported with --peer vllm (greedy only)", file=sys.stderr)
+        return 2
     if args.peer == "vllm":
         from engine.bench.peer_vllm import print_peer, run_peer, worker_threads
 
@@ -140,11 +158,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.temperature > 0:
+        return _run_temperatures(args)
     report = run(args)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print_table(report, args.max_new_tokens)
+    return 0
+
+
+def _run_temperatures(args: argparse.Namespace) -> int:
+    """Temperature 0 and --temperature, same arms and prompts, one after the other."""
+    reports = {
+        f"{t:g}": run(argparse.Namespace(**{**vars(args), "temperature": t}))
+        for t in (0.0, args.temperature)
+    }
+    if args.json:
+        print(json.dumps({"by_temperature": reports}, indent=2))
+        return 0
+    for t, report in reports.items():
+        print(f"== temperature {t} ==")
+        print_table(report, args.max_new_tokens)
+    print_temperatures(reports)
     return 0
 
 

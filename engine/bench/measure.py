@@ -14,17 +14,29 @@ from engine.bench.prompts import load_prompts
 from engine.bench.summary import MIB, PromptRuns, summarize
 from engine.checkpoint import load_bundle
 from engine.decode import Decoder, Generation
+from engine.sampling import GREEDY, SamplingSettings
+
+
+def settings(args: argparse.Namespace, prompt_index: int) -> SamplingSettings:
+    """Greedy at --temperature 0; otherwise sampled with the prompt's index as the seed, so
+    a prompt's repeats emit the same tokens (its repeats then time the same work)."""
+    t = getattr(args, "temperature", 0.0)
+    return GREEDY if t <= 0 else SamplingSettings(temperature=t, seed=prompt_index)
 
 
 def _measure(
-    decoder: Decoder, ids: list[int], max_new_tokens: int, cuda: bool
+    decoder: Decoder,
+    ids: list[int],
+    max_new_tokens: int,
+    cuda: bool,
+    sampling: SamplingSettings = GREEDY,
 ) -> tuple[Generation, int]:
     """One request, and on CUDA the allocator's peak above what was allocated before it."""
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    g = decoder.generate(ids, max_new_tokens=max_new_tokens, ignore_eos=True)
+    g = decoder.generate(ids, max_new_tokens=max_new_tokens, ignore_eos=True, sampling=sampling)
     peak = torch.cuda.max_memory_allocated() - base if cuda else 0
     return g, peak
 
@@ -74,6 +86,8 @@ def run(args: argparse.Namespace) -> dict:
             results[a].append(runs[a])
         if not args.json:
             _print_progress(runs, list(decoders))
+    if not settings(args, 0).greedy:  # sampled arms emit different tokens: nothing to compare
+        lossless = {a: None for a in decoders}
     report = {
         m: method_report(results[m], decoders[m], lossless[m], methods, args) for m in methods
     }
@@ -90,7 +104,7 @@ def run_prompt(decoders, row, i, ids, args, cuda, lossless) -> dict[str, PromptR
         k = (i + rep) % len(methods)  # rotate who goes first, so no method always follows AR
         outs = {}
         for m in methods[k:] + methods[:k]:
-            g, peak = _measure(decoders[m], ids, args.max_new_tokens, cuda)
+            g, peak = _measure(decoders[m], ids, args.max_new_tokens, cuda, settings(args, i))
             outs[m] = g
             runs[m].runs.append(g)
             if cuda:
@@ -98,7 +112,7 @@ def run_prompt(decoders, row, i, ids, args, cuda, lossless) -> dict[str, PromptR
         if "ar" in outs:
             ar = outs["ar"]
             for m, g in outs.items():
-                lossless[m] &= g.tokens == ar.tokens
+                lossless[m] = bool(lossless[m]) and g.tokens == ar.tokens
                 if ar.decode_tok_per_s > 0:
                     runs[m].ratios.append(g.decode_tok_per_s / ar.decode_tok_per_s)
     return runs

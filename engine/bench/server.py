@@ -62,7 +62,9 @@ def bookkeeping_us_per_round(tokenizer, *, rounds: int = 20000, commit: int = 3)
     stats = RoundStats(commit, 100, 0.0, 0.0, 0.0, 0.0, 8)
 
     class ReplayDecoder:
-        def stream(self, prompt_ids, *, max_new_tokens, eos_token_ids=(), ignore_eos=False):
+        def stream(
+            self, prompt_ids, *, max_new_tokens, eos_token_ids=(), ignore_eos=False, sampling=None
+        ):
             yield Step([65], None, prefill_ms=0.0)
             for i in range(rounds):
                 yield Step(

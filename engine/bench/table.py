@@ -54,7 +54,8 @@ def print_table(report: dict, max_new_tokens: int) -> None:
             )
             if gpu:
                 line += f" {s['device_peak_mib'] or 0:>8.1f}"
-            print(line + f" {s['repeated_8gram_frac']:>6.2f} {r['lossless_vs_ar']}")
+            same = "-" if r["lossless_vs_ar"] is None else r["lossless_vs_ar"]
+            print(line + f" {s['repeated_8gram_frac']:>6.2f} {same}")
     print(
         "where a round goes (ms, medians over prompts): draft / tree, mask and positions / "
         "verify forward / commit (KV compaction, next draft context)"
@@ -78,3 +79,26 @@ def print_table(report: dict, max_new_tokens: int) -> None:
         "8g-rep = share of output 8-grams seen earlier in the same output; high values mean "
         "looping text is inflating the commit length"
     )
+
+
+def print_temperatures(reports: dict[str, dict]) -> None:
+    """Each arm at every temperature side by side: tok/s, commit, the paired speedup over
+    AR and the 8-gram repeat share. Greedy text that loops is easy to draft, so a commit
+    that falls when sampling while the repeat share falls too is the loops going away."""
+    temps = list(reports)
+    print("temperatures side by side (all prompts):")
+    print(f"  {'arm':<10}" + "".join(f" {'T=' + t:>32}" for t in temps))
+    print(f"  {'':<10}" + f" {'tok/s':>8} {'commit':>7} {'vs AR':>7} {'8g-rep':>7}" * len(temps))
+    for arm in reports[temps[0]]:
+        cells = []
+        for t in temps:
+            r = reports[t].get(arm)
+            if r is None:
+                cells.append(f" {'-':>8} {'-':>7} {'-':>7} {'-':>7}")
+                continue
+            sp = r.get("speedup_vs_ar")
+            cells.append(
+                f" {r['decode_tok_s']:>8.1f} {r['commit_mean']:>7.2f} "
+                f"{(f'{sp:.2f}x' if sp else '-'):>7} {r['repeated_8gram_frac']:>7.2f}"
+            )
+        print(f"  {arm:<10}" + "".join(cells))

@@ -1,16 +1,19 @@
-"""Request checks the endpoints share: the model name, sampling fields a greedy engine
-cannot honour, token ids, and the output length that fits the context.
+"""Request checks the endpoints share: the model name, the sampling fields (valid ones
+become the request's SamplingSettings, ones the engine cannot honour are refused), token
+ids, and the output length that fits the context.
 
 A field that would change the output is refused with a 400 naming it, never dropped.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
+from engine.sampling import SamplingSettings
 from engine.serve.errors import APIError
 from engine.serve.state import ServerState
 
@@ -29,6 +32,7 @@ def check_model(state: ServerState, name: str | None) -> None:
 def check_sampling(
     *,
     temperature,
+    seed=None,
     n=1,
     min_tokens=0,
     frequency_penalty=None,
@@ -40,22 +44,20 @@ def check_sampling(
     min_field="min_tokens",
     logprobs_field="logprobs",
     prefix="",
-) -> None:
-    if temperature is not None and temperature != 0:
+) -> SamplingSettings:
+    """The request's sampling settings (temperature 0 or omitted: greedy), or a 400 naming
+    the first field the engine cannot honour."""
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
         raise APIError(
-            f"temperature {temperature:g} is not supported: this engine decodes "
-            f"greedily only, so send temperature 0 or omit it.",
+            f"temperature must be a finite number >= 0 (0 decodes greedily), got {temperature:g}.",
             param=f"{prefix}temperature",
-            code="unsupported_temperature",
         )
     if n != 1:
         raise APIError(
-            f"n={n} is not supported: greedy decoding gives one completion per "
-            f"request, so send n=1.",
+            f"n={n} is not supported: this engine gives one completion per request, so send n=1.",
             param=f"{prefix}n",
         )
-    # Greedy decoding keeps the argmax under any valid top_p/top_k, so these only need to
-    # be valid (the ranges SGLang and vLLM enforce).
+    # The ranges SGLang and vLLM enforce.
     if top_p is not None and not 0 < top_p <= 1:
         raise APIError(f"top_p must be in (0, 1], got {top_p:g}.", param=f"{prefix}top_p")
     if top_k is not None and top_k < -1:
@@ -76,12 +78,18 @@ def check_sampling(
     ):
         if value is not None and value != neutral:
             raise APIError(
-                f"{name} is not supported by this greedy engine; omit it.", param=f"{prefix}{name}"
+                f"{name} is not supported by this engine; omit it.", param=f"{prefix}{name}"
             )
     if logprobs:
         raise APIError(
             f"{logprobs_field} is not supported by this engine; omit it.", param=logprobs_field
         )
+    return SamplingSettings(
+        temperature=float(temperature or 0.0),
+        top_p=float(1.0 if top_p is None else top_p),
+        top_k=-1 if top_k is None else top_k,
+        seed=seed,
+    )
 
 
 def check_unsupported(

@@ -3,10 +3,11 @@
 Strict types (a string is not an integer) so that a wrong type is a 400 naming the field
 rather than a silent coercion. Every field declared here is honoured or refused by the
 server with a 400 that says it is unsupported (engine/serve/checks.py `check_sampling`,
-`check_unsupported`): knobs that cannot change a greedy result (top_p, top_k, seed,
-penalties at their neutral values) are range-checked and otherwise have nothing to do;
-the ones that would change the output (logit_bias, constrained decoding, logprobs...) are
-declared only so that a non-neutral value is refused instead of silently dropped. Fields
+`check_unsupported`): the sampling settings (temperature, top_p, top_k, seed) are
+range-checked and honoured, penalties only at their neutral values; the ones that would
+change the output in ways this engine does not implement (logit_bias, constrained
+decoding, logprobs...) are declared only so that a non-neutral value is refused instead
+of silently dropped. Fields
 nobody declared are ignored, as OpenAI-compatible servers do.
 """
 
@@ -87,6 +88,8 @@ class SamplingParams(_Body):
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
+    seed: int | None = None
+    sampling_seed: int | None = None  # SGLang's name for the per-request seed
     ignore_eos: bool = False
     stop: str | list[str] | None = None
     skip_special_tokens: bool = True

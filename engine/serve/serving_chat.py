@@ -46,7 +46,7 @@ class ServingChat(OpenAIEndpoint):
     chunk_object = "chat.completion.chunk"
 
     def prepare(self, state: ServerState, body: ChatCompletionRequest) -> ChatGeneration:
-        check_openai_request(state, body)
+        sampling = check_openai_request(state, body)
         check_chat_options(state, body)
         try:
             prompt = render_chat([m.model_dump() for m in body.messages])
@@ -63,6 +63,7 @@ class ServingChat(OpenAIEndpoint):
             ignore_eos=body.ignore_eos,
             stop=stop_list(body.stop),
             stream=body.stream,
+            sampling=sampling,
         )
         return self.generation(
             state,

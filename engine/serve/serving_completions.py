@@ -31,13 +31,11 @@ class ServingCompletions(OpenAIEndpoint):
     chunk_object = "text_completion"
 
     def prepare(self, state: ServerState, body: CompletionRequest) -> OpenAIGeneration:
-        check_openai_request(state, body)
+        sampling = check_openai_request(state, body)
         if body.echo:
             raise APIError("echo is not supported; omit it.", param="echo")
         if body.best_of not in (None, 1):
-            raise APIError(
-                "best_of is not supported by this greedy engine; omit it.", param="best_of"
-            )
+            raise APIError("best_of is not supported by this engine; omit it.", param="best_of")
         if body.suffix:
             raise APIError("suffix is not supported; omit it.", param="suffix")
         ids = completion_prompt_ids(state, body.prompt)
@@ -54,6 +52,7 @@ class ServingCompletions(OpenAIEndpoint):
             ignore_eos=body.ignore_eos,
             stop=stop_list(body.stop),
             stream=body.stream,
+            sampling=sampling,
         )
         return self.generation(state, body, params)
 

@@ -27,8 +27,14 @@ class ServingGenerate(GenerationEndpoint):
 
     def prepare(self, state: ServerState, body: GenerateRequest) -> Generation:
         sp = body.sampling_params
-        check_sampling(
+        if sp.seed is not None and sp.sampling_seed is not None and sp.seed != sp.sampling_seed:
+            raise APIError(
+                "sampling_params.seed and sampling_params.sampling_seed disagree; send one.",
+                param="sampling_params.seed",
+            )
+        sampling = check_sampling(
             temperature=sp.temperature,
+            seed=sp.seed if sp.seed is not None else sp.sampling_seed,
             n=sp.n,
             min_tokens=sp.min_new_tokens,
             frequency_penalty=sp.frequency_penalty,
@@ -64,6 +70,7 @@ class ServingGenerate(GenerationEndpoint):
             stop=stop_list(sp.stop),
             stream=body.stream,
             skip_special_tokens=sp.skip_special_tokens,
+            sampling=sampling,
         )
         return Generation(body, params, rid=body.rid or None)
 

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from engine.sampling import SamplingSettings
 from engine.serve.checks import OPENAI_UNSUPPORTED, check_model, check_sampling, check_unsupported
 from engine.serve.generation import Generation, GenerationEndpoint, sse
 from engine.serve.protocol import CompletionRequest
@@ -15,13 +16,15 @@ from engine.serve.state import ServerState
 from engine.serve.worker import Delta, GenParams, JobResult
 
 
-def check_openai_request(state: ServerState, req: Any) -> None:
-    """The checks both OpenAI endpoints share: the model name and the sampling fields."""
+def check_openai_request(state: ServerState, req: Any) -> SamplingSettings:
+    """The checks both OpenAI endpoints share: the model name and the sampling fields,
+    which become the request's sampling settings."""
     check_model(state, req.model)
     # Completions' logprobs is a count where 0 still asks for the chosen token's logprob.
     logprobs = req.logprobs is not None if isinstance(req, CompletionRequest) else req.logprobs
-    check_sampling(
+    sampling = check_sampling(
         temperature=req.temperature,
+        seed=req.seed,
         n=req.n,
         min_tokens=req.min_tokens,
         frequency_penalty=req.frequency_penalty,
@@ -32,6 +35,7 @@ def check_openai_request(state: ServerState, req: Any) -> None:
         top_k=req.top_k,
     )
     check_unsupported(req, OPENAI_UNSUPPORTED)
+    return sampling
 
 
 @dataclass

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.sampling import GREEDY, SamplingSettings
 from engine.serve.detokenizer import IncrementalDetokenizer
 from engine.serve.metrics import DecodeCounters, ServerMetrics
 
@@ -38,6 +39,7 @@ class GenParams:
     stop: list[str] = field(default_factory=list)
     stream: bool = False
     skip_special_tokens: bool = True  # False: special tokens are in the text (not the final EOS)
+    sampling: SamplingSettings = GREEDY
 
 
 @dataclass
@@ -307,6 +309,7 @@ class EngineWorker:
             max_new_tokens=p.max_new_tokens,
             eos_token_ids=self.eos_token_ids,
             ignore_eos=p.ignore_eos,
+            sampling=p.sampling,
         )
         try:
             while True:

@@ -205,3 +205,44 @@ def test_repeated_ngram_fraction_flags_loops():
     loop = [1, 2, 3, 4] * 10
     assert repeated_ngram_fraction(loop) > 0.8
     assert repeated_ngram_fraction([1, 2, 3]) == 0.0  # shorter than one n-gram
+
+
+def test_bench_temperature_reports_both_temperatures(tiny_pair, tmp_path, capsys):
+    """--temperature runs every arm greedy and sampled; sampled arms are not compared with
+    AR token by token (they emit other tokens), and the table puts both side by side."""
+    from engine.bench.table import print_temperatures
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "c", "type": "code", "prompt": "def f(x):\n"}) + "\n")
+    args = ["--model-path", str(tiny_pair[0]), "--draft-model-path", str(tiny_pair[1])]
+    args += ["--prompts", str(prompts), "--max-new-tokens", "10", "--repeat", "1"]
+    args += ["--methods", "ar,ddtree", "--budgets", "none", "--temperature", "1", "--json"]
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    reports = json.loads(out.stdout)["by_temperature"]
+    assert list(reports) == ["0", "1"]
+    for t, report in reports.items():
+        assert set(report) == {"ar", "ddtree"}
+        for r in report.values():
+            assert r["decode_tokens"] == 9 and r["commit_mean"] >= 1.0
+            assert 0 <= r["repeated_8gram_frac"] <= 1
+            assert r["lossless_vs_ar"] is (True if t == "0" else None)
+    print_temperatures(reports)
+    table = capsys.readouterr().out
+    assert "T=0" in table and "T=1" in table and "8g-rep" in table
+    assert any(line.strip().startswith("ddtree") for line in table.splitlines())
+
+
+def test_bench_refuses_a_negative_temperature():
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.bench", "--temperature", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "temperature" in out.stderr

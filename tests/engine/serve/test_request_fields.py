@@ -39,6 +39,7 @@ class ScriptedDecoder:
         max_new_tokens: int,
         eos_token_ids=(),
         ignore_eos: bool = False,
+        sampling=None,  # a script ignores the sampling settings
     ) -> Iterator[Step]:
         eos = set() if ignore_eos else set(eos_token_ids)
         tokens = self.tokens[:max_new_tokens]

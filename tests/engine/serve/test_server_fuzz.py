@@ -87,7 +87,7 @@ def field(good, bad=st.nothing()):
 
 COMMON = {
     "model": field(st.sampled_from(["tiny", None]), st.sampled_from(["other", ""]) | SURROGATES),
-    "temperature": field(st.sampled_from([0, 0.0, None]), st.sampled_from([0.7, -1, 2, "0"])),
+    "temperature": field(st.sampled_from([0, 0.0, None, 0.7, 2]), st.sampled_from([-1, "0"])),
     "top_p": field(PROB, BAD_PROB),
     "top_k": field(st.integers(-1, 50), st.integers(-100, -2)),
     "n": field(st.just(1), st.sampled_from([0, 2, -1])),
@@ -171,7 +171,9 @@ SAMPLING = (
     {
         "max_new_tokens": field(SMALL, BAD_SMALL),
         "min_new_tokens": field(st.just(0), st.just(2)),
-        "temperature": field(st.sampled_from([0, None]), st.just(1.0)),
+        "temperature": field(st.sampled_from([0, None, 1.0]), st.just(-1.0)),
+        "seed": field(st.integers(0, 2**62), HUGE),
+        "sampling_seed": field(st.integers(0, 2**62), HUGE),
         "top_p": field(PROB, BAD_PROB),
         "top_k": field(st.integers(-1, 50), st.just(-7)),
         "ignore_eos": field(BOOL, BAD_BOOL),
