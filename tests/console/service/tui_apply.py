@@ -20,27 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 
 from console.tui.app import SpecConsoleApp
-from console.tui.screens.flags import FlagsScreen
 from console.tui.screens.modals import ConfirmScreen
 from console.tui.settings import TuiSettings
+from tests.console.tui.pilot import Stuck, stage_flag, until
 
 NO_CHANGE = "No change: the flags already have these values."
-
-
-class Stuck(Exception):
-    """The TUI did not reach a step in time."""
-
-
-async def until(pilot, what: str, check: Callable[[], bool], timeout: float = 120) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise Stuck(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 def notes(app: SpecConsoleApp) -> list[str]:
@@ -56,26 +42,10 @@ def ended(app: SpecConsoleApp, shown: int) -> str | None:
     return None
 
 
-async def stage(pilot, name: str, value: str) -> FlagsScreen:
-    """The Flags view, `name` selected, `value` typed and staged (Enter)."""
-    app = pilot.app
-    await pilot.press("f")
-    await until(pilot, "the flags form", lambda: isinstance(app.screen, FlagsScreen))
-    screen = app.screen
-    await until(pilot, "the schema", lambda: name in screen.specs)
-    await pilot.press("slash", *name, "enter")
-    await until(pilot, f"{name} selected", lambda: screen.selected == name)
-    await pilot.press("enter")  # to the value box
-    screen.query_one("#flag-value").value = ""
-    await pilot.press(*value, "enter")
-    await until(pilot, f"{name} staged", lambda: screen.staged.get(name) == value)
-    return screen
-
-
 async def drive(pilot, name: str, value: str) -> tuple[int, str]:
     app = pilot.app
     await until(pilot, "the first status", lambda: app.status is not None, 180)
-    await stage(pilot, name, value)
+    await stage_flag(pilot, name, value)
     await pilot.press("a")
     await until(
         pilot, "the diff", lambda: isinstance(app.screen, ConfirmScreen) or NO_CHANGE in notes(app)

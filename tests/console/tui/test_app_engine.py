@@ -8,9 +8,7 @@ One engine session for all of it: each start costs seconds on two cores.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from console.tui.screens.flags import FlagsScreen
 from console.tui.screens.modals import ConfirmScreen, InfoScreen
 from console.tui.screens.service import ServiceScreen
 from console.tui.settings import TuiSettings
+from tests.console.tui.pilot import stage_flag, until
 from tests.ports import free_port
 
 pytest.importorskip("engine.serve.app", reason="engine server not available")
@@ -34,14 +33,7 @@ DRAFT = "speculative-draft-model-path"
 BUDGET = "speculative-ddtree-budget"
 
 
-async def wait_for(pilot, what: str, check: Callable[[], bool], timeout: float = 120) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            notes = [n.message for n in pilot.app._notifications]
-            raise AssertionError(f"timed out waiting for {what}; notifications: {notes}")
-        await pilot.pause(0.1)
+wait_for = until  # the other engine-backed TUI tests import it from here
 
 
 def text(app: SpecConsoleApp, selector: str) -> str:
@@ -59,17 +51,7 @@ def state(app: SpecConsoleApp) -> str | None:
 async def set_flag(pilot, name: str, value: str, *, baseline: bool = False) -> None:
     """Through the form: search, select, type, Enter (stage), a (review), y (apply)."""
     app = pilot.app
-    await pilot.press("f")
-    await wait_for(pilot, "the flags form", lambda: isinstance(app.screen, FlagsScreen))
-    screen = app.screen
-    await wait_for(pilot, "the schema", lambda: name in screen.specs)
-    await pilot.press("slash", *name, "enter")
-    await wait_for(pilot, f"{name} selected", lambda: screen.selected == name)
-    await pilot.press("enter")  # to the value box
-    box = screen.query_one("#flag-value")
-    box.value = ""
-    await pilot.press(*value, "enter")
-    await wait_for(pilot, f"{name} staged", lambda: screen.staged.get(name) == value)
+    screen = await stage_flag(pilot, name, value)
     screen.query_one("#flag-baseline").value = baseline
     # 32-token requests: the flow, not the default points (the CLI's --baseline-output);
     # blank otherwise, as an override on its own implies a baseline, as on the CLI

@@ -27,6 +27,7 @@ from console.tui.screens.keys import KeysScreen
 from console.tui.screens.sweeps import SweepsScreen
 from console.tui.widgets.tick_box import TickBox
 from tests.console.tui import fakes
+from tests.console.tui.pilot import until
 
 SIZE = (120, 40)
 
@@ -54,11 +55,7 @@ def _app(service: fakes.FakeService | None = None, **kw) -> SpecConsoleApp:
 
 
 async def _until(pilot, what: str, check: Callable[[], bool], seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    await until(pilot, what, check, seconds, step=0.05)
 
 
 async def _on_sweeps(pilot) -> None:

@@ -16,6 +16,7 @@ from console.tui.screens.dashboard import DashboardScreen
 from console.tui.screens.history import HistoryScreen
 from console.tui.screens.sweeps import SweepsScreen
 from tests.console.tui import fakes
+from tests.console.tui.pilot import until
 
 SIZE = (120, 40)
 
@@ -25,11 +26,7 @@ def _app() -> SpecConsoleApp:
 
 
 async def _until(pilot, what: str, check: Callable[[], bool], seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    await until(pilot, what, check, seconds, step=0.05)
 
 
 def _entries(app: SpecConsoleApp) -> dict[str, str]:
