@@ -128,21 +128,19 @@ def test_bench_json_on_tiny_pair(tiny_pair, tmp_path):
     assert dd["budget_is_best"] == (dd["best_budget"]["all"] == 8)
 
 
-def test_bench_rejects_unknown_method(tiny_pair):
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.bench", "--methods", "ar,medusa"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 2 and "unknown method 'medusa'" in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.bench", "--repeat", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 2 and "--repeat" in out.stderr
+def test_bench_rejects_unknown_method_and_bad_numbers(tiny_pair):
+    for args, named in (
+        (["--methods", "ar,medusa"], "unknown method 'medusa'"),
+        (["--repeat", "0"], "--repeat"),
+        (["--temperature", "-1"], "temperature"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "engine.bench", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2 and named in out.stderr, (args, out.stderr)
 
 
 def _gen(ms_per_round: float, rounds: int = 8, commit: int = 1) -> Generation:
@@ -236,13 +234,3 @@ def test_bench_temperature_reports_both_temperatures(tiny_pair, tmp_path, capsys
     table = capsys.readouterr().out
     assert "T=0" in table and "T=1" in table and "8g-rep" in table
     assert any(line.strip().startswith("ddtree") for line in table.splitlines())
-
-
-def test_bench_refuses_a_negative_temperature():
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.bench", "--temperature", "-1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 2 and "temperature" in out.stderr
