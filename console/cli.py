@@ -53,6 +53,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from console.commands import history as history_commands
     from console.commands import hosts as hosts_commands
     from console.commands import live as live_commands
+    from console.commands import load as load_commands
     from console.commands import measure as measure_commands
     from console.commands import service as service_commands
     from console.commands import ui as ui_commands
@@ -61,7 +62,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     modules = (
         service_commands, hosts_commands, measure_commands, live_commands, history_commands,
         ui_commands, web_commands, gpu_commands, breakeven_commands, bench_commands,
-        calibrate_commands, doctor_commands,
+        calibrate_commands, doctor_commands, load_commands,
     )  # fmt: skip
     for module in modules:
         module.register(sub, host_command)

@@ -119,6 +119,10 @@ class RequestSample:
     # loop marks up with the rounds (console/analysis/round_curve.py)
     output_ids: list[int] | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
+    # how many requests the console had in flight together when it sent this one, and
+    # which wave of them (`specconsole load`): 1 and None for everything measured alone
+    concurrency: int = 1
+    wave: int | None = None
     retried: bool = False  # taken again after the link dropped mid-request
     text: str = ""
     t: float = field(default_factory=time.time)
@@ -194,6 +198,7 @@ KIND_OF_METHOD = {
     "streamcheck": "streamcheck",
     "watch": "watch",
     "breakeven": "breakeven",
+    "load": "load",
 }
 RUN_KINDS = ("baseline", *dict.fromkeys(KIND_OF_METHOD.values()))
 # The one baseline an older specconsole ran (before runs were labelled): a one-context

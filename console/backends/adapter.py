@@ -255,6 +255,14 @@ class EngineAdapter(ABC):
         records its counters after the reply leaves, at times, needs another scrape."""
         return True
 
+    def verify_steps_between(
+        self, before: MetricsScrape | None, after: MetricsScrape | None
+    ) -> float | None:
+        """Verify steps the engine's counters counted between two scrapes, for requests
+        sent together (`specconsole load`) where the reply does not carry them; None
+        where the counters have none (the reply does: ours, SGLang)."""
+        return None
+
     @abstractmethod
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         """Tokens generated so far after one streamed event (`seen` before it)."""

@@ -124,6 +124,13 @@ async def cmd_history_show(args: argparse.Namespace) -> int:
         print(json.dumps(run.as_dict(), indent=2, default=str))
         return 0
     print("\n".join(_run_header(run)))
+    if run.info.method == "load" and run.summary and run.summary.get("spec_flags_hash"):
+        # Recomputed from the stored samples, as the run itself tabulated them.
+        from console.analysis.load_format import table_lines
+        from console.experiments.load import table_of
+
+        seed = int(run.info.params.get("seed", 0))
+        print("\n" + "\n".join(table_lines(table_of(run.requests, run.summary, seed))))
     if run.requests:
         flagged = sum(1 for s in run.requests if s.flagged is not None)
         print(

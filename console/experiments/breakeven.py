@@ -278,7 +278,7 @@ async def run_breakeven(
         )  # fmt: skip
         try:
             result.spec_flags_hash = await arm("speculation on", before)
-            await _off_arm_then_restore(
+            await off_arm_then_restore(
                 session, plan_off, result, lambda: arm("speculation off", range(repeat)),
                 last_good_before=last_good_before, timeout=timeout,
             )  # fmt: skip
@@ -297,7 +297,7 @@ async def run_breakeven(
     return result
 
 
-async def _off_arm_then_restore(
+async def off_arm_then_restore(
     session: MeasureSession,
     plan_off: Any,
     result: BreakevenResult,

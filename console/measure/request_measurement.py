@@ -99,11 +99,17 @@ async def measure_request(
     *,
     flags_hash: str,
     model: str | None = None,
+    concurrency: int = 1,
+    wave: int | None = None,
 ) -> RequestSample:
-    """Send one request and return its sample (flagged where it is not what was asked)."""
+    """Send one request and return its sample (flagged where it is not what was asked).
+
+    `concurrency` above 1: the console sends this one with others at once (`wave` says
+    which batch), so the counters scraped around it would count the others' tokens too;
+    they are not scraped, and the figures come from the reply and the stream alone."""
     adapter = get_adapter(engine)
     endpoint = adapter.request_endpoint
-    around = adapter.scrapes_around_requests
+    around = adapter.scrapes_around_requests and concurrency == 1
     before = await _scrape(client) if around else None
     body = adapter.request_body(spec, model or "default")
     response = await client.timed_post(endpoint, body, stream=spec.stream)
@@ -157,6 +163,8 @@ async def measure_request(
         spec_source=fig.spec.source if fig.spec is not None else None,
         output_ids=fig.output_ids,
         flagged=flagged,
+        concurrency=concurrency,
+        wave=wave,
         text=fig.text,
         t=time.time(),
     )

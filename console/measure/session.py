@@ -209,21 +209,35 @@ class MeasureSession:
     # -- requests -------------------------------------------------------------------
 
     async def measure(
-        self, spec: RequestSpec, record: RunRecord | None = None, *, warmup: bool = False
+        self,
+        spec: RequestSpec,
+        record: RunRecord | None = None,
+        *,
+        warmup: bool = False,
+        concurrency: int = 1,
+        wave: int | None = None,
     ) -> RequestSample:
         """One request, retried after a link drop; stored and published when taken.
 
         A `warmup` request is the console's own, not traffic: the live series marks it
-        and what the engine reports meanwhile as warm-up, and `on_sample` never sees it."""
+        and what the engine reports meanwhile as warm-up, and `on_sample` never sees it.
+        `concurrency` and `wave`: sent with others at once (`measure_request`)."""
         live = self.live
         guard = live.warmup() if warmup and live is not None else contextlib.nullcontext()
         with guard:
-            sample = await self._measure(spec, record)
+            sample = await self._measure(spec, record, concurrency=concurrency, wave=wave)
         if self.on_sample is not None and not warmup:
             self.on_sample(sample)
         return sample
 
-    async def _measure(self, spec: RequestSpec, record: RunRecord | None) -> RequestSample:
+    async def _measure(
+        self,
+        spec: RequestSpec,
+        record: RunRecord | None,
+        *,
+        concurrency: int = 1,
+        wave: int | None = None,
+    ) -> RequestSample:
         facts = await self.facts()
         loop = asyncio.get_running_loop()
         retry_for = self.settings.request_retry_s
@@ -234,8 +248,9 @@ class MeasureSession:
             try:
                 client = await self.service.client()
                 sample = await measure_request(
-                    client, self.engine, spec, flags_hash=facts.flags_hash, model=facts.model
-                )
+                    client, self.engine, spec, flags_hash=facts.flags_hash, model=facts.model,
+                    concurrency=concurrency, wave=wave,
+                )  # fmt: skip
                 break
             except TransportError as exc:  # the engine's port or the link to the host
                 attempt += 1

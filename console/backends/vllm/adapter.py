@@ -15,7 +15,7 @@ from console.backends import openai
 from console.backends.adapter import EngineAdapter, Speculation
 from console.backends.notes import VLLM_NOTES
 from console.backends.request import RequestFigures, RequestSpec
-from console.backends.vllm import doctor, live, request
+from console.backends.vllm import doctor, live, request, spec_fields
 from console.backends.vllm.logparse import UVICORN_READY, parse_vllm_spec, parse_vllm_throughput
 from console.backends.wire import MetricsScrape, TimedResponse
 from console.config import FlagValue, HostProfile
@@ -131,6 +131,12 @@ class VLLMAdapter(EngineAdapter):
         self, before: MetricsScrape | None, after: MetricsScrape | None, completion_tokens: int
     ) -> bool:
         return request.counters_caught_up(before, after, completion_tokens)
+
+    def verify_steps_between(
+        self, before: MetricsScrape | None, after: MetricsScrape | None
+    ) -> float | None:
+        delta = spec_fields.vllm_request_delta(before, after)
+        return float(delta.verify_steps) if delta is not None and delta.verify_steps else None
 
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         return openai.stream_tokens(data, seen)

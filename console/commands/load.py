@@ -1,0 +1,89 @@
+"""`specconsole load HOST --concurrency 1,2,4,8`: does speculation still pay under load?
+
+Thin over `console.experiments.load`: N requests at once at each level, with speculation
+on and off (the engine restarts through the normal apply path and comes back), and prints
+per level both arms' per-stream and aggregate tok/s, commit and step time, the speedup
+with its interval, and the concurrency at which speculation stops paying; or `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from console.analysis.load_format import table_lines
+from console.commands.base import (
+    EXIT_FAILED,
+    HostCommand,
+    err,
+    ints,
+    measure_session,
+    progress,
+    with_service,
+)
+from console.experiments.load import LEVELS, LoadResult, run_load
+from console.service import EngineService
+
+
+def print_load(result: LoadResult) -> None:
+    p = result.params
+    if result.table is not None:
+        for line in table_lines(result.table):
+            print(line)
+    print(
+        f"  {p['waves']} wave(s) a level: N requests of {p['output_tokens']} tokens of "
+        f"{p['text_type']} text at context {p['context']} sent at once, each on its own "
+        "passage (the same ones in both arms); per stream: pooled decode tokens / decode "
+        "time; aggregate: output tokens / the wave's wall time; "
+        f"[{result.summary()['interval']}; drift: {result.drift_source}]"
+    )
+    if result.off_changes:
+        off = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
+        state = "restored" if result.restored else "NOT restored"
+        print(f"  speculation off with {off}; original flags {state}; took {result.seconds:.0f} s")
+    if result.run_id is not None:
+        print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
+
+
+async def cmd_load(args: argparse.Namespace) -> int:
+    async def body(service: EngineService) -> int:
+        session = measure_session(service, args)
+        with progress(args, "load") as tick:
+            result = await run_load(
+                session, concurrency=args.concurrency, context=args.context,
+                text_type=args.text, output_tokens=args.output, waves=args.waves,
+                spec_only=args.spec_only, seed=args.seed, timeout=args.timeout, tick=tick,
+            )  # fmt: skip
+        if args.json:
+            print(json.dumps(result.as_dict(), indent=2, default=str))
+        else:
+            print_load(result)
+        if not result.restored:
+            err(f"The engine on {args.host} is not on its original flags; see above.")
+            return EXIT_FAILED
+        return 0
+
+    return await with_service(args, body)
+
+
+def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
+    """Add `load` to the `specconsole` parser."""
+    p = host_command(
+        "load",
+        "Speculation on vs off at several concurrencies: per-stream and aggregate tok/s, "
+        "commit, step time, and where speculation stops paying.",
+    )
+    p.add_argument("--concurrency", type=ints, default=list(LEVELS),
+                   help="requests at once, e.g. 1,2,4,8 (the default)")  # fmt: skip
+    p.add_argument("--context", type=int, default=512, help="prompt length in tokens")
+    p.add_argument("--output", type=int, default=64, help="output tokens per request")
+    p.add_argument("--text", default="code", help="text type (code, prose, repetitive)")
+    p.add_argument("--waves", type=int, default=3, help="waves of N requests per level and arm")
+    p.add_argument("--spec-only", action="store_true",
+                   help="the configured flags only: no speculation-off arm, no restart")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
+    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
+    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
+    p.add_argument("--json", action="store_true", help="machine-readable output only")
+    p.set_defaults(func=cmd_load)

@@ -1,0 +1,75 @@
+"""On the real bundled engine: `load` sends N requests at once at every level, with
+speculation on and off, pools each level's figures from its own requests, stores the run
+and leaves the engine on exactly the flags it found."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.config import save_profile
+from tests.console.factories import builtin_profile
+from tests.console.factories import run_cli as _cli
+
+pytest.importorskip("engine.serve.app", reason="engine server not available")
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[str]:
+    save_profile(builtin_profile("ldlocal", tmp_path / "state"))
+    started = _cli("start", "ldlocal", "--wait")
+    assert started.returncode == 0, started.stderr
+    try:
+        yield "ldlocal"
+    finally:
+        _cli("stop", "ldlocal", timeout=60)
+
+
+def _flags(host: str) -> dict:
+    out = _cli("flags", host, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["current"]
+
+
+def test_load_measures_both_arms_at_every_level_and_restores_the_flags(host: str) -> None:
+    before = _flags(host)
+    out = _cli("load", host, "--concurrency", "1,3", "--waves", "2", "--output", "16",
+               "--context", "64", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [r["concurrency"] for r in data["rows"]] == [1, 3]
+    assert data["restored"] and _flags(host) == before
+    stored = json.loads(_cli("history", "show", str(data["run_id"]), "--json").stdout)
+    assert stored["kind"] == "load" and stored["status"] == "complete"
+    requests = stored["requests"]
+    # 2 waves x (1 + 3) requests in each arm, every one tagged with its level and wave
+    assert len(requests) == 16
+    for row in data["rows"]:
+        n = row["concurrency"]
+        for arm, flags_hash in (("spec", data["spec_flags_hash"]), ("ar", data["ar_flags_hash"])):
+            mine = [r for r in requests if r["flags_hash"] == flags_hash and r["concurrency"] == n]
+            assert len(mine) == 2 * n and len({r["wave"] for r in mine}) == 2
+            assert len({r["prompt_id"] for r in mine}) == 2 * n  # a passage each
+            tokens = sum(r["completion_tokens"] - 1 for r in mine)
+            level = row[arm]
+            assert math.isclose(level["stream_tok_s"]["value"],
+                                tokens / sum(r["decode_time_s"] for r in mine))  # fmt: skip
+            for key in ("stream_tok_s", "aggregate_tok_s", "step_ms"):
+                assert level[key]["low"] <= level[key]["value"] <= level[key]["high"]
+        # the same passages in both arms
+        spec_ids = {r["prompt_id"] for r in requests if r["flags_hash"] == data["spec_flags_hash"]}
+        ar_ids = {r["prompt_id"] for r in requests if r["flags_hash"] == data["ar_flags_hash"]}
+        assert spec_ids == ar_ids
+        speedup = row["speedup"]
+        assert math.isclose(
+            speedup["value"], row["spec"]["stream_tok_s"]["value"] / row["ar"]["stream_tok_s"]["value"]
+        )
+        assert row["spec"]["commit"]["value"] > 1 and row["ar"]["commit"] is None
+    assert data["breakeven"]["text"].startswith("speculation ")
+    shown = _cli("history", "show", str(data["run_id"]))
+    assert shown.returncode == 0 and "stops paying" in shown.stdout or "pays at" in shown.stdout
