@@ -67,9 +67,12 @@ def test_load_measures_both_arms_at_every_level_and_restores_the_flags(host: str
         assert spec_ids == ar_ids
         speedup = row["speedup"]
         assert math.isclose(
-            speedup["value"], row["spec"]["stream_tok_s"]["value"] / row["ar"]["stream_tok_s"]["value"]
+            speedup["value"],
+            row["spec"]["stream_tok_s"]["value"] / row["ar"]["stream_tok_s"]["value"],
         )
-        assert row["spec"]["commit"]["value"] > 1 and row["ar"]["commit"] is None
+        assert row["spec"]["commit"]["value"] > 1
+        assert row["ar"]["commit"] is None or row["ar"]["commit"]["value"] == 1.0
     assert data["breakeven"]["text"].startswith("speculation ")
     shown = _cli("history", "show", str(data["run_id"]))
-    assert shown.returncode == 0 and "stops paying" in shown.stdout or "pays at" in shown.stdout
+    assert shown.returncode == 0
+    assert "stops paying" in shown.stdout or "pays at" in shown.stdout
