@@ -30,6 +30,7 @@ interval of that look is built at (a t quantile of it for few pairs, as at one l
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 from statistics import NormalDist
@@ -111,18 +112,25 @@ def crossing_probabilities(fractions: tuple[float, ...], bounds: tuple[float, ..
 def _check(fractions: tuple[float, ...], alpha: float) -> None:
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"need 0 < alpha < 1, not {alpha}")
-    if not fractions or any(b <= a for a, b in zip((0.0, *fractions), fractions, strict=False)):
-        raise ValueError(f"information fractions must increase from above 0: {fractions}")
+    if not fractions or any(b < a for a, b in itertools.pairwise(fractions)):
+        raise ValueError(f"information fractions must not fall: {fractions}")
+    if fractions[0] <= 0.0:
+        raise ValueError(f"the first look needs information above 0: {fractions}")
 
 
 @lru_cache(maxsize=256)
 def boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     """The z boundary of each look at information `fractions` (capped at 1), so that a
-    null comparison crosses at some look with chance `spent(last fraction)` <= `alpha`."""
+    null comparison crosses at some look with chance `spent(last fraction)` <= `alpha`.
+    A look with no more information than the one before it has nothing to spend: its
+    boundary is infinite (no finding there)."""
     fractions = tuple(min(1.0, t) for t in fractions)
     _check(fractions, alpha)
     walk, out, spent_before = _Integrator(), [], 0.0
     for t in fractions:
+        if t <= walk.t:
+            out.append(math.inf)
+            continue
         share = obrien_fleming_spent(t, alpha) - spent_before
         lo, hi = 0.5, 12.0
         if walk.crossing(t, hi) >= share:  # nothing left to spend: never crosses

@@ -128,11 +128,12 @@ def baseline_comparison(
     after: MethodResult,
     *also_before: MethodResult,
     drift: Drift | None = None,
+    looks: tuple[float, ...] = ONE_LOOK,
 ) -> list[BaselineRow]:
     """Per text type: tok/s, commit and step time before and after, and what moved.
     `also_before`: further blocks of the before condition (a bracket's second half)."""
     samples = list(before.samples) + [s for r in also_before for s in r.samples]
-    return compare_samples(samples, after.samples, drift=drift)
+    return compare_samples(samples, after.samples, drift=drift, looks=looks)
 
 
 HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which factor moved")
