@@ -15,7 +15,9 @@ measured on two sides and goes through `paired_figures`:
 - Paired intervals. The k-th request of a passage on one side is paired with the k-th on
   the other; the interval of a ratio is a t interval of the mean log ratio over those
   pairs (timing noise only: the passage mix cancels in each pair), at 99% family-wise
-  over the rows judged together (see `CHANGE_LEVEL`). Fewer than
+  over the rows judged together (see `CHANGE_LEVEL`), and at a look of a comparison
+  that reads on, that look's share of it (`sequential`); beside it the same change at the
+  shown 95%, which "too wide" is read from (`answer`). Fewer than
   `MIN_PAIRS` pairs is too few to resample, and the change says so instead of printing a
   narrow interval.
 - Drift included. Blocks measured minutes apart, on either side of a restart, differ by
