@@ -158,7 +158,9 @@ def factor_sentence(verdict: SamePointVerdict) -> str:
         )
     if verdict.outcome == "not enough evidence":
         tok = _moved(verdict.figures, "decode_tok_s")
+        small = _small(verdict.figures)  # a factor that did move is named still
         if tok is not None and tok.has_interval and _answer(tok) == "not enough evidence":
-            return f"too wide to tell (tok/s ± {tok.ratio.rel_half_width:.0%})"
-        return "too few rounds to tell"
+            wide = f"too wide to tell (tok/s ± {tok.ratio.rel_half_width:.0%})"
+            return f"{wide}; {small}" if small else wide
+        return f"too few rounds to tell; {small}" if small else "too few rounds to tell"
     return _small(verdict.figures) or "neither factor moved beyond noise"
