@@ -15,7 +15,9 @@ measured on two sides and goes through `paired_figures`:
 - Paired intervals. The k-th request of a passage on one side is paired with the k-th on
   the other; the interval of a ratio is a t interval of the mean log ratio over those
   pairs (timing noise only: the passage mix cancels in each pair), at 99% family-wise
-  over the rows judged together (see `CHANGE_LEVEL`). Fewer than
+  over the rows judged together (see `CHANGE_LEVEL`), and at a look of a comparison
+  that reads on, that look's share of it (`sequential`); beside it the same change at the
+  shown 95%, which "too wide" is read from (`answer`). Fewer than
   `MIN_PAIRS` pairs is too few to resample, and the change says so instead of printing a
   narrow interval.
 - Drift included. Blocks measured minutes apart, on either side of a restart, differ by
@@ -36,6 +38,7 @@ from console.analysis.comparison import FigurePair
 from console.analysis.intervals import POOLED, ChangeInterval, Interval, Pooled, passage, usable
 from console.analysis.noise_profile import Drift
 from console.analysis.records import RequestSample
+from console.analysis.sequential import ONE_LOOK, look_level
 from console.analysis.student_t import t_quantile, z_quantile
 from console.analysis.thresholds import CHANGE_LEVEL
 
@@ -54,10 +57,17 @@ Z99 = z_quantile(CHANGE_LEVEL)
 TIMED = ("decode_tok_s", "step_time_s")
 
 
-def family_level(rows: int) -> float:
+def family_level(rows: int, looks: tuple[float, ...] = ONE_LOOK) -> float:
     """The per-row level that keeps a comparison of `rows` rows at `CHANGE_LEVEL` as a
-    whole (Bonferroni)."""
-    return 1.0 - (1.0 - CHANGE_LEVEL) / max(1, rows)
+    whole (Bonferroni), at the last of its `looks` (information fractions: `sequential`
+    spends the rows' share over the looks; one look at full information spends it all)."""
+    return look_level(looks, (1.0 - CHANGE_LEVEL) / max(1, rows))
+
+
+def drift_z(looks: tuple[float, ...] = ONE_LOOK) -> float:
+    """The drift term's multiplier at the last of `looks`: one shift moves every row
+    together, so it spends the comparison's whole level over its looks (`Z99` at one)."""
+    return z_quantile(look_level(looks, 1.0 - CHANGE_LEVEL))
 
 
 def _by_passage(samples: Sequence[RequestSample]) -> dict[str, list[RequestSample]]:
@@ -103,6 +113,9 @@ class PairedChange(ChangeInterval):
     drift_rel: float = 0.0
     order: str = ""
     se: float = 0.0  # the standard error of the log ratio from timing (before t and drift)
+    # The same change at the shown 95% (timing and drift): what "too wide" is read from
+    # (`answer`); the interval above is the decision's, at the level the comparison spends.
+    shown: Interval | None = None
 
     @property
     def has_interval(self) -> bool:
@@ -153,17 +166,24 @@ def _paired_change(
     n_a: int,
     n_b: int,
     level: float = CHANGE_LEVEL,
+    shown_drift: float = 0.0,
 ) -> PairedChange:
     pairs = len(logs)
-    timing = se = 0.0
+    timing = se = shown_timing = 0.0
     if pairs >= 2:
         se = statistics.stdev(logs) / math.sqrt(pairs)
         timing = t_quantile(level, pairs - 1) * se
-    half = math.hypot(timing, drift_rel) if pairs >= MIN_PAIRS else 0.0
+        shown_timing = t_quantile(SIDE_LEVEL, pairs - 1) * se
+    enough = pairs >= MIN_PAIRS
     centre = math.log(value)
-    ratio = Interval(value, math.exp(centre - half), math.exp(centre + half))
+
+    def around(half: float) -> Interval:
+        return Interval(value, math.exp(centre - half), math.exp(centre + half))
+
+    ratio = around(math.hypot(timing, drift_rel) if enough else 0.0)
+    shown = around(math.hypot(shown_timing, shown_drift) if enough else 0.0)
     return PairedChange(ratio, n_a, n_b, pairs=pairs, timing_rel=timing, drift_rel=drift_rel,
-                        order=order, se=se)  # fmt: skip
+                        order=order, se=se, shown=shown)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -216,10 +236,12 @@ def paired_figures(
     *,
     drift: Drift | None = None,
     rows: int = 1,
+    looks: tuple[float, ...] = ONE_LOOK,
 ) -> PairedFigures | None:
     """The protocol's comparison of one point, one of `rows` judged together (the timing
-    part of each change interval at `family_level(rows)`); None when the sides share no
-    passage with a usable request (nothing to pair)."""
+    part of each change interval at `family_level(rows, looks)`), at the last of `looks`
+    of a comparison that reads on (`sequential`); None when the sides share no passage
+    with a usable request (nothing to pair)."""
     drift = drift or Drift.none()
     ga, gb = _by_passage(usable(before)), _by_passage(usable(after))
     keys = sorted(set(ga) & set(gb))
@@ -237,9 +259,11 @@ def paired_figures(
                                                pairs=min(n_a, n_b), order=drift.order)  # fmt: skip
         else:
             logs = _log_ratios(ga, gb, keys, pick)
-            term = drift.term(Z99) if name in TIMED else 0.0
+            timed = name in TIMED
+            term = drift.term(drift_z(looks)) if timed else 0.0
             moved = _paired_change(vb / va, logs, term, order=drift.order, n_a=n_a, n_b=n_b,
-                                   level=family_level(rows))  # fmt: skip
+                                   level=family_level(rows, looks),
+                                   shown_drift=drift.term() if timed else 0.0)  # fmt: skip
         ia = side_interval(ga, keys, name, va)
         ib = side_interval(gb, keys, name, vb)
         out[name] = FigurePair(name, va, vb, ia, ib, moved)

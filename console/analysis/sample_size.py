@@ -21,6 +21,13 @@ only judged (stopped or continued) after a whole round: stopping mid-round would
 passage read more often than another, and the two sides of a comparison pooling their
 passages in different proportions: drift on a shared machine (another job starting, a
 thermal limit) then spreads over all points of the block instead of biasing one.
+
+Reading on until narrow is a precision target, not a test: it stops on an interval's
+width, which does not move with where the estimate lies (on the log scale a sample's
+spread is independent of its mean, for normal timing noise), so it adds no false alarms
+of its own; the comparison it feeds is judged once, at the end, at the whole of its
+level (`thresholds.CHANGE_LEVEL`). A rule that reads on *because* of the estimate is a
+look of a group-sequential test instead (`sequential`, `baseline_confirm`).
 """
 
 from __future__ import annotations

@@ -36,17 +36,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from console.analysis import verdict_wording as words
+from console.analysis.answer import far
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval
 from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import passage_spread
 from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
-from console.analysis.thresholds import EDGE, TYPE_TOL
+from console.analysis.thresholds import EDGE, MATTERS, TYPE_TOL
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_outcome import decide, passage_led
 from console.analysis.verdict_records import (
-    MATTERS,
     OUTCOMES,
     FactorRange,
     Judgement,
@@ -55,7 +55,6 @@ from console.analysis.verdict_records import (
     Reach,
     Sweep,
     beyond_limit,
-    far,
     typed_baseline,
 )
 from console.analysis.verdict_split import Split, paired, strata_everywhere, typed_only

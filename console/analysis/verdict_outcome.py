@@ -1,24 +1,20 @@
 """The verdict's decision: physics, not physics or not enough evidence, from the residual's
 interval and what makes any answer a guess (`verdict.judge` gathers both).
 
-The product thresholds it reads are in `thresholds`: `MATTERS` (a residual under 10% is
-not worth a bug hunt), `WIDE` (an interval reaching past ± 15% cannot tell physics from
-a bug); `BIG` below. The widths of the host's drift and of the passage term decide
-which measurement the advice names.
+The residual's 95% interval is read by the one reading every answer shares
+(`answer.answer`: not physics at `MATTERS` with an interval that excludes no change, too
+wide past ± `WIDE` at its farther end); what this adds is the model's: commit alone
+(below), `BIG`, and which measurement the advice names (the widths of the host's drift
+and of the passage term decide it).
 """
 
 from __future__ import annotations
 
 import math
 
-from console.analysis.verdict_records import (
-    MATTERS,
-    FactorRange,
-    Outcome,
-    far,
-    farther_end,
-    reaches_past_wide,
-)
+from console.analysis.answer import Outcome, answer, changed, farther_end
+from console.analysis.thresholds import MATTERS
+from console.analysis.verdict_records import FactorRange
 
 BIG = 3.0  # ...unless the factors explain a change this many times its half-width
 
@@ -59,15 +55,15 @@ def decide(
         return "not enough evidence", [
             "the residual has no interval (nothing behind either figure to resample)"
         ]
-    if not r.contains(1.0) and far(r.value, MATTERS):
+    if answer(r) == "not physics":
         return "not physics", []
-    if (
-        commit is not None
-        and not commit.ratio.contains(1.0)
-        and far(commit.ratio.value, 2 * MATTERS)
-    ):
+    # Commit alone is a second reading of the same residual (tok/s can hide a commit
+    # change behind a step time that moved the other way), so it asks for twice the
+    # change before it overrides the residual: two chances at one threshold would be
+    # two chances for a passage's commit to pass it.
+    if commit is not None and changed(commit.ratio, 2 * MATTERS):
         return "not physics", []
-    if reaches_past_wide(r):
+    if answer(r) == "not enough evidence":
         end = farther_end(r)
         explained = sum(abs(math.log(f.ratio.value)) for f in factors[:2] if f.moved)
         if r.contains(1.0) and explained >= BIG * abs(math.log(end)):

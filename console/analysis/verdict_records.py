@@ -17,39 +17,21 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
+from console.analysis.answer import Outcome, far
 from console.analysis.decompose import FitError
 from console.analysis.intervals import ChangeInterval, Interval, passage, pool, strata, usable
 from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import PassageSpread
 from console.analysis.records import RequestSample
 from console.analysis.settle_plan import SettlePlan
-from console.analysis.thresholds import MATTERS, WIDE
+from console.analysis.thresholds import MATTERS
 from console.analysis.typed_noise import FigureNoise, NoiseProfile
 
-Outcome = Literal["physics", "not physics", "not enough evidence"]
 OUTCOMES: tuple[Outcome, ...] = ("physics", "not physics", "not enough evidence")
 MIN_PROMPT = 8  # the shortest prompt a suggested sweep asks for
 MIN_OUTPUT = 16  # and the shortest output
-
-
-def far(ratio: float, limit: float) -> bool:
-    return abs(math.log(max(ratio, 1e-9))) > math.log(1 + limit)
-
-
-def farther_end(ratio: Interval) -> float:
-    """The end of a ratio's interval farther from no change: the biggest change it
-    cannot rule out."""
-    return max((ratio.low, ratio.high), key=lambda x: abs(math.log(max(x, 1e-9))))
-
-
-def reaches_past_wide(ratio: Interval) -> bool:
-    """Whether the interval cannot rule out a change past ± `WIDE`: too wide to call
-    physics. The end, not the half-width, decides: -12% ± 12% holds no change, yet
-    reaches about -23%, and a typed tree-budget change of -12% was called physics on it.
-    Read as the operator reads a change, in percent: [-15%, +15%] is within."""
-    return ratio.low < 1 - WIDE or ratio.high > 1 + WIDE
 
 
 def beyond_limit(prompt: float, output: int, limit: int | None) -> str | None:

@@ -7,16 +7,11 @@ residual; every context says whether it is a prompt length or a mid-decode conte
 
 from __future__ import annotations
 
+from console.analysis.answer import far, reaches_past_wide
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
-from console.analysis.verdict_records import (
-    MATTERS,
-    FactorRange,
-    Judgement,
-    Observed,
-    far,
-    reaches_past_wide,
-)
+from console.analysis.thresholds import MATTERS
+from console.analysis.verdict_records import FactorRange, Judgement, Observed
 
 
 def change(j: Judgement) -> str:

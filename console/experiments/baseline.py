@@ -26,13 +26,15 @@ The order in time (`order`; "auto" picks the first that applies):
   A-B              the before block, the restart, the after block: the whole measured
                    block-to-block drift is in every time interval. One restart.
 
-Across a restart (A-B, A-B-A-B), a step time that moved beyond timing noise with commit
-unmoved is what a slow spell of the host fakes, so it is measured again before anything
-is reported (`baseline_confirm`): back to A for one more block of it, B again for one more
-of B, a third block of a side whose two disagree; the drift term then holds the
-calibration's calm blocks and the shifts between each side's own blocks. Where the
-measured restart is cheap, a first reading too wide to tell on every row is read again
-the same way.
+Across a restart (A-B, A-B-A-B) a comparison may read on, so its first reading is the
+first look of a group-sequential test (`analysis.sequential`, `baseline_confirm`): a
+change is a finding there only beyond that look's share of the 1%. A step time that
+moved beyond timing noise with commit unmoved is what a slow spell of the host fakes, so
+it is measured again before anything is reported: back to A for one more block of it, B
+again for one more of B, a third block of a side whose two disagree; the drift term then
+holds the calibration's calm blocks and the shifts between each side's own blocks. Where
+the measured restart is cheap, a first reading too wide to tell on every row is read
+again the same way.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from console.experiments.baseline_block import (
     rounds_by_point,
     run_baseline,
 )
-from console.experiments.baseline_confirm import confirm, worth_reading_again
+from console.experiments.baseline_confirm import confirm, first_look, worth_reading_again
 from console.experiments.baseline_rows import (
     COMPARISON_NOTE,
     HEADERS,
@@ -225,10 +227,10 @@ async def apply_with_baseline(
                                    target=target, store=store, drift=drift)  # fmt: skip
     elif chosen == "A-B-A-B":
         done = await _bracketed(session, service, plan, points, timeout=timeout, target=target,
-                                drift=drift)  # fmt: skip
+                                drift=drift, looks=first_look(drift, noise))  # fmt: skip
     else:
         done = await _a_then_b(session, service, plan, points, timeout=timeout, target=target,
-                               drift=drift)  # fmt: skip
+                               drift=drift, looks=first_look(drift, noise))  # fmt: skip
     done.drift, done.calibrated = drift, calibrated
     if chosen != "side-by-side" and worth_reading_again(done.rows, noise):
         await confirm(session, service, plan, points, done, timeout=timeout, target=target,
@@ -272,6 +274,7 @@ async def _a_then_b(
     timeout: float,
     target: SampleTarget,
     drift: Drift,
+    looks: tuple[float, ...],
 ) -> BaselineApply:
     contexts = ",".join(str(c) for c in points.contexts)
     session.note(f"baseline before the change (contexts {contexts}, {points.output} tokens, "
@@ -283,7 +286,7 @@ async def _a_then_b(
     session.note("baseline after the change (the same rounds of the same passages) ...")
     after = await run_baseline(session, points, target=target, rounds=rounds_by_point(before))
     return BaselineApply(
-        result, before, after, baseline_comparison(before, after, drift=drift),
+        result, before, after, baseline_comparison(before, after, drift=drift, looks=looks),
         notes=noise_notes(before=before, after=after),
     )  # fmt: skip
 
@@ -297,6 +300,7 @@ async def _bracketed(
     timeout: float,
     target: SampleTarget,
     drift: Drift,
+    looks: tuple[float, ...],
 ) -> BaselineApply:
     """A (half the rounds), apply B, B (all its rounds), roll back to A (last-good), A
     (the other half: A's rounds then equal B's), apply B again."""
@@ -326,7 +330,7 @@ async def _bracketed(
     session.note("applying the change again ...")
     result = await service.apply(plan, timeout=timeout)
     extra = (before_again,) if before_again is not None else ()
-    rows = baseline_comparison(before, after, *extra, drift=drift) if result.ok else []
+    rows = baseline_comparison(before, after, *extra, drift=drift, looks=looks) if result.ok else []
     return BaselineApply(
         result, before, after, rows, before_again=before_again, order="A-B-A-B",
         notes=noise_notes(before=before, after=after, before_again=before_again),

@@ -15,9 +15,12 @@ estimate without its spell blocks) and their own timing noise are a spell in one
 them, or a drift too big to tell: that side gets a third block, and a block that ran
 slower than the other two while they agree is left out (the note names it and its
 shift); one that ran faster is the host's drift and stays in. Otherwise every block
-stays in. The comparison pools each side's kept blocks, and the shifts between them
-join the calibration's calm ones in the drift term ("A-B twice"), so what is left of a
-spell shows as a wider interval, never as a finding.
+stays in. The model needs this rule: it takes the drift as normal, and on a shared host
+it is heavier-tailed (restarts here now and then come up 20-45% slower); one such block
+in a side's two would otherwise be a finding, or a drift term too wide to read anything.
+The comparison pools each side's kept blocks, and the shifts between them join the
+calibration's calm ones in the drift term ("A-B twice"), so what is left of a spell
+shows as a wider interval, never as a finding.
 
 On a drifty host (a shared VM whose blocks shift 5-15% with unchanged flags) two blocks
 a side can still leave every row too wide to tell a 25-40% step-time regression from
@@ -25,15 +28,21 @@ none: the drift term shrinks only with more blocks (a blocks before and b after 
 (1/a + 1/b) / 2 of its variance). So while no row is a finding, some row is too wide,
 and the host's measured restart is cheap (under a minute: the calibration's), one more
 block of each side is read, up to `MAX_BLOCKS` a side ("A-B repeated"); each reading
-is judged at the same 99% as the first. Where a restart is slow (or unmeasured) the
-note says what would narrow it instead.
+is judged as one look of a group-sequential test. Where a restart is slow (or
+unmeasured) the note says what would narrow it instead.
 
-Reading on until something shows is a second look, and a second look at the same 99%
-is a second chance for a null to pass it: where the first reading was read again only
-for being too wide (no step time stood out of it), a finding that shows later is read
-once more (one more block of each side, past `MAX_BLOCKS` if need be) and stands only
-if that reading keeps it. On this host, without it, a parser change read again this
-way came out "step time +21% [+3%…+43%]": two blocks a side that happened to agree.
+The stopping rule. Reading on until something shows is a look per reading, and each look
+at the same 99% is another chance for a null to pass it (four looks at 99% raise about
+2.5% false alarms; a parser change read again that way came out "step time +21%
+[+3%…+43%]": two blocks a side that happened to agree). So the comparison spends its 1%
+over its looks (`analysis.sequential`: Lan-DeMets, O'Brien-Fleming type) and each look's
+change intervals are built at that look's level: look k's information fraction is the
+drift variance the most blocks it may read leave (`planned_blocks`: `MAX_BLOCKS` a side
+where the restart is cheap, else the one reading again) over what its own blocks leave.
+The first reading is the first look; a finding stands at the look it crosses, and no
+replicate is needed: the spending already pays for every look. Whether to read on (a
+step time that moved, rows too wide, sides that disagree) may depend on anything; the
+looks' information does not depend on the change itself.
 """
 
 from __future__ import annotations
@@ -44,10 +53,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from console.analysis.noise_profile import Z99, NoiseProfile, repeated_order
-from console.analysis.pairing import PairedChange
+from console.analysis.noise_profile import Z99, Drift, NoiseProfile, repeated_order
+from console.analysis.pairing import PairedChange, family_level
 from console.analysis.records import RequestSample
 from console.analysis.sample_size import SampleTarget
+from console.analysis.student_t import t_quantile
 from console.experiments.baseline_block import BaselinePlan, rounds_by_point, run_baseline
 from console.experiments.baseline_rows import BaselineRow, compare_samples
 from console.experiments.calibrate import block_shift
@@ -59,19 +69,22 @@ if TYPE_CHECKING:
     from console.service import EngineService, FlagPlan
 
 
-def _step_moved(row: BaselineRow) -> bool:
-    """Step time moved beyond the row's timing noise alone (the drift term left out),
-    commit unmoved: a finding, or one that the calibrated drift alone makes too wide."""
+def _step_moved(row: BaselineRow, rows: int) -> bool:
+    """Step time moved beyond the row's timing noise alone (the drift term left out) at
+    the rows' one-look family level, commit unmoved: a finding, or one that the
+    calibrated drift alone makes too wide. A reason to read on, never an answer, so it
+    keeps the one-look level: a strict early look would hide the spell it looks for."""
     step = row.step_time_s.moved
     if row.commit_len.finding or not isinstance(step, PairedChange) or not step.has_interval:
         return False
-    return abs(math.log(step.ratio.value)) > step.timing_rel
+    timing = t_quantile(family_level(rows), step.pairs - 1) * step.se if step.pairs > 1 else 0.0
+    return abs(math.log(step.ratio.value)) > timing
 
 
 def rests_on_step_time(rows: Sequence[BaselineRow]) -> bool:
     """A row whose step time alone moved beyond timing noise: the shape a slow spell of
     the host between two blocks takes, and one a host's drift can leave undecided."""
-    return any(_step_moved(r) for r in rows)
+    return any(_step_moved(r, len(rows)) for r in rows)
 
 
 def agree(a: Sequence[RequestSample], b: Sequence[RequestSample], calm_sd: float) -> bool:
@@ -85,11 +98,27 @@ def agree(a: Sequence[RequestSample], b: Sequence[RequestSample], calm_sd: float
 
 
 MAX_BLOCKS = 4  # blocks a side at most while every row is still too wide to tell
+CONFIRM_BLOCKS = 2  # where a restart is not cheap: the one reading again a step time gets
 NOT_CHEAP = ("still too wide to tell: more blocks of each side would narrow the drift term, "
              "but this host's restart is not measured cheap (`specconsole calibrate`); side "
              "by side cancels it")  # fmt: skip
-REPLICATED = ("read once more: a finding that only a second look showed stands only if one "
-              "more block of each side keeps it")  # fmt: skip
+
+
+def planned_blocks(noise: NoiseProfile | None) -> int:
+    """The most blocks a side a comparison across a restart may read: its last look."""
+    return MAX_BLOCKS if noise is not None and noise.cheap_restart else CONFIRM_BLOCKS
+
+
+def information(drift: Drift, planned: int) -> float:
+    """A look's information fraction: the drift variance `planned` blocks a side would
+    leave (1 / planned of one block's) over what this look's blocks leave (`share`)."""
+    return min(1.0, 1.0 / (planned * drift.share))
+
+
+def first_look(drift: Drift, noise: NoiseProfile | None) -> tuple[float, ...]:
+    """The first reading's look, as the first of the comparison's (A-B: one block a
+    side; A-B-A-B's bracket leaves three quarters of it)."""
+    return (information(drift, planned_blocks(noise)),)
 
 
 def odd_one_out(blocks: Sequence[Sequence[RequestSample]], calm_sd: float) -> int | None:
@@ -124,11 +153,6 @@ def worth_reading_again(rows: Sequence[BaselineRow], noise: NoiseProfile | None)
         return True
     every_row = all(map(_cannot_tell, rows))
     return too_wide(rows) and every_row and noise is not None and noise.cheap_restart
-
-
-def step_found(rows: Sequence[BaselineRow]) -> bool:
-    """A row whose step time is a finding at unchanged commit: what drift can fake."""
-    return any(r.step_time_s.finding and not r.commit_len.finding for r in rows)
 
 
 def _cannot_tell(row: BaselineRow) -> bool:
@@ -193,6 +217,8 @@ async def confirm(
         "after": [done.after.samples, list(b_block.samples)],
     }
     left_out: set[str] = set()
+    planned = planned_blocks(noise)
+    looks = list(first_look(done.drift, noise))  # the first reading was the first look
     for side, blocks in sides.items():
         if agree(*blocks, calm):
             continue
@@ -203,17 +229,12 @@ async def confirm(
         done.again.append(third)
         blocks.append(list(third.samples))
         _leave_out_a_spell(done, side, blocks, calm, left_out)
-    _judge_again(done, sides, noise, service, first)
-    unconfirmed = not rests_on_step_time(first)
-    while step := _next_step(done.rows, sides, unconfirmed=unconfirmed):
-        why, replicate = step
-        unconfirmed = unconfirmed and not replicate
+    _judge_again(done, sides, noise, service, first, looks, planned)
+    while too_wide(done.rows) and max(len(b) for b in sides.values()) < MAX_BLOCKS:
         if noise is None or not noise.cheap_restart:
             done.notes.append(NOT_CHEAP)
             return
-        session.note(f"{why}: one more block of each side ...")
-        if replicate:
-            done.notes.append(REPLICATED)
+        session.note("every row still too wide to tell: one more block of each side ...")
         a_block = await read_a()
         if a_block is None:
             return
@@ -221,37 +242,14 @@ async def confirm(
         done.again += [a_block, b_block]
         for side, block in (("before", a_block), ("after", b_block)):
             sides[side].append(list(block.samples))
-            if not replicate:  # never outvoted: its shift joins the drift term instead
-                _leave_out_a_spell(done, side, sides[side], calm, left_out)
-        _judge_again(done, sides, noise, service, first)
+            _leave_out_a_spell(done, side, sides[side], calm, left_out)
+        _judge_again(done, sides, noise, service, first, looks, planned)
 
 
 def _why_read_again(first: Sequence[BaselineRow]) -> str:
     if rests_on_step_time(first):
         return "step time moved at unchanged commit across a restart"
     return "every row too wide to tell across a restart, which is cheap here"
-
-
-def _next_step(
-    rows: Sequence[BaselineRow],
-    sides: dict[str, list[Sequence[RequestSample]]],
-    *,
-    unconfirmed: bool,
-) -> tuple[str, bool] | None:
-    """Why one more block of each side is read, and whether it is a replicate; None when
-    the comparison is reported as it stands.
-
-    A finding the first reading could not tell (read again for being too wide, not for
-    a step time that stood out) has had one look more than the first reading's 99%
-    allows for: it is read once more, and stands only if that reading keeps it. That
-    replicate is never outvoted as a spell: two blocks of a side that agree by chance
-    would outvote the one reading that disagrees with them, the very check it is for."""
-    if too_wide(rows) and max(len(b) for b in sides.values()) < MAX_BLOCKS:
-        return "every row still too wide to tell", False
-    if unconfirmed and step_found(rows):
-        return ("a finding the first reading could not tell: one more block of each side "
-                "before it is reported", True)  # fmt: skip
-    return None
 
 
 def _leave_out_a_spell(
@@ -282,9 +280,12 @@ def _judge_again(
     noise: NoiseProfile | None,
     service: EngineService,
     first: Sequence[BaselineRow],
+    looks: list[float],
+    planned: int,
 ) -> None:
     """The comparison of each side's kept blocks, pooled, with the shifts between them
-    joining the calibration's calm blocks in the drift ("A-B twice")."""
+    joining the calibration's calm blocks in the drift ("A-B twice"), judged as the next
+    of `looks` (appended: its information fraction against `planned` blocks a side)."""
     own = [d for blocks in sides.values() for a, b in itertools.pairwise(blocks)
            if (d := block_shift(a, b))]  # fmt: skip
     # The calibration without its spell blocks: this comparison's own blocks were checked
@@ -296,10 +297,15 @@ def _judge_again(
         f"{profile.drift('A-B').source if noise else 'no calibration'}, and this "
         f"comparison's own shifts {', '.join(f'{math.expm1(d):+.1%}' for d, _ in own)}"
     ))  # fmt: skip
+    # A look that adds no information (a spell left out) can spend nothing more: it keeps
+    # the last look's fraction, and `sequential` gives it no boundary to cross.
+    looks.append(max(information(done.drift, planned), looks[-1]))
     pooled = {side: [s for b in blocks for s in b] for side, blocks in sides.items()}
-    done.rows = compare_samples(pooled["before"], pooled["after"], drift=done.drift)
+    done.rows = compare_samples(pooled["before"], pooled["after"], drift=done.drift,
+                                looks=tuple(looks))  # fmt: skip
     moved = "; ".join(f"{r.text_type} {r.context} step time {r.step_time_s.change_text()}"
-                      for r in first if _step_moved(r)) or "every row too wide to tell"  # fmt: skip
+                      for r in first if _step_moved(r, len(first)))  # fmt: skip
+    moved = moved or "every row too wide to tell"
     done.notes = [n for n in done.notes if not n.startswith("first reading")]
     done.notes.append(f"first reading: {moved}; measured again, the rows above pool the "
                       f"blocks kept ({blocks[0]} before, {blocks[1]} after)")  # fmt: skip

@@ -19,6 +19,7 @@ from console.analysis.noise_profile import Drift
 from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
 from console.analysis.same_point import SamePointVerdict, factor_sentence, judge_same_point
+from console.analysis.sequential import ONE_LOOK
 
 if TYPE_CHECKING:
     from console.measure.methods import MethodResult
@@ -89,11 +90,12 @@ def compare_samples(
     *,
     seed: int = 0,
     drift: Drift | None = None,
+    looks: tuple[float, ...] = ONE_LOOK,
 ) -> list[BaselineRow]:
     """Per (text type, context) measured on both sides: the figures and changes under the
     comparison protocol (`pairing.paired_figures`: balanced and paired by passage, the
-    host's drift in every time interval, 99% over all rows together). `seed` is kept for
-    callers; nothing is drawn."""
+    host's drift in every time interval, 99% over all rows together, spent over `looks`
+    where the comparison reads on). `seed` is kept for callers; nothing is drawn."""
     del seed
     groups: dict[tuple[str, int], tuple[list[RequestSample], list[RequestSample]]] = {}
     for index, samples in enumerate((before, after)):
@@ -102,7 +104,7 @@ def compare_samples(
     rows = []
     judged = sum(1 for b, a in groups.values() if b and a)  # the rows judged together
     for (text_type, context), (b, a) in sorted(groups.items()):
-        paired = paired_figures(b, a, drift=drift, rows=judged) if b and a else None
+        paired = paired_figures(b, a, drift=drift, rows=judged, looks=looks) if b and a else None
         if paired is None:
             continue
         pairs = paired.pairs
@@ -126,11 +128,12 @@ def baseline_comparison(
     after: MethodResult,
     *also_before: MethodResult,
     drift: Drift | None = None,
+    looks: tuple[float, ...] = ONE_LOOK,
 ) -> list[BaselineRow]:
     """Per text type: tok/s, commit and step time before and after, and what moved.
     `also_before`: further blocks of the before condition (a bracket's second half)."""
     samples = list(before.samples) + [s for r in also_before for s in r.samples]
-    return compare_samples(samples, after.samples, drift=drift)
+    return compare_samples(samples, after.samples, drift=drift, looks=looks)
 
 
 HEADERS = ("text", "context", "figure", "before", "after", "change", "n", "which factor moved")

@@ -16,13 +16,14 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
+from console.analysis.answer import changed
 from console.analysis.intervals import ChangeInterval
 from console.analysis.sample_size import SampleTarget
 from console.analysis.settle_plan import SettlePlan, TypedFigure
 from console.analysis.thresholds import CHECK_LEVEL
 from console.analysis.typed_noise import NoiseProfile
 from console.analysis.verdict import Judgement, Observed, Sweep, judge, with_host_noise
-from console.analysis.verdict_records import MATTERS, FactorRange, far
+from console.analysis.verdict_records import FactorRange
 from console.analysis.verdict_split import interval
 from console.measure import methods
 from console.measure.methods import Tick
@@ -94,7 +95,7 @@ def judge_settled(plan: SettlePlan, sweep: Sweep, run_id: int | None = None) -> 
     checks = tuple(_typed_check(sweep, f, measured[f], name)
                    for f, name in ((plan.observed, "observed"), (plan.baseline, "baseline"))
                    if f is not None)  # fmt: skip
-    off = [c for c in checks if not c.ratio.contains(1.0) and far(c.ratio.value, MATTERS)]
+    off = [c for c in checks if changed(c.ratio)]  # the one "not physics" (`answer`)
     if off:
         c = off[0]
         verdict = replace(

@@ -12,6 +12,11 @@ B's OpenMP threads sleep when idle (OMP_WAIT_POLICY=PASSIVE) instead of spinning
 the running service, started with the profile's env (the bundled engine waits passively
 by default: engine/serve/cpu_threads.py). Afterwards B is stopped and the change is
 applied to A as asked (one restart), so the flags end as with every other order.
+
+Reading on (`_settled`) stops on widths alone: each side's ± 5% and the paired change's
+timing part within ± 10%, up to the paired ceiling. Width does not move with the
+estimate, so this is one look, not several: the change is judged once, when it stops, at
+the comparison's whole 99% (`sample_size`), with no spending over looks.
 """
 
 from __future__ import annotations

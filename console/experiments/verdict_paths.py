@@ -172,17 +172,18 @@ def _no_figure(scenario: Any, run: int, effect: float | None, path: str) -> Tria
 
 
 def baseline_outcome(rows: Sequence[Any]) -> tuple[str, str]:
-    """`set --baseline`'s table read the way an operator reads it: a finding on any row is
-    "not physics"; no finding but a row whose own verdict says it is too wide to tell is
-    "not enough evidence"; otherwise "physics"."""
+    """`set --baseline`'s table read the way an operator reads it: a row whose own verdict
+    is "not physics" (the one reading, `answer`) makes the table "not physics"; else a row
+    whose own verdict cannot tell makes it "not enough evidence"; otherwise "physics"."""
     if not rows:
         return "not enough evidence", "Not enough evidence: the baseline compared no point."
     moved = []
     for r in rows:
+        if r.verdict is None or r.verdict.outcome != "not physics":
+            continue
         pairs = (("tok/s", r.decode_tok_s), ("commit", r.commit_len), ("step", r.step_time_s))
         found = [f"{label} {p.change_text()}" for label, p in pairs if p.finding]
-        if found:
-            moved.append(f"{r.text_type} {r.context}: {', '.join(found)}")
+        moved.append(f"{r.text_type} {r.context}: {', '.join(found)}")
     if moved:
         return "not physics", f"Not physics: {'; '.join(moved)}."
     wide = [f"{r.text_type} {r.context}" for r in rows
