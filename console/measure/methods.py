@@ -103,9 +103,9 @@ async def probe(
     async with session.run("probe", params) as record:
         for i in range(repeat):
             if text is not None:
-                spec = RequestSpec(
+                spec = session.sampled(RequestSpec(
                     "custom", f"typed#{i}", max_tokens, ignore_eos, stream, text=text
-                )
+                ))  # fmt: skip
             else:
                 spec = await session.spec(
                     text_type, context or 256, max_tokens, index=first_passage + i,
@@ -168,9 +168,12 @@ async def context_sweep(
         async def measure(point: tuple[str, int], index: int) -> RequestSample:
             nonlocal done
             kind, context = point
+            # seeded by the point's request number, which runs on across the blocks of a
+            # side (`first_index`), so no two reads of a passage on one side share a seed
             spec = await session.spec(
-                kind, context, output_tokens, index=plan.passage(index), stream=stream
-            )
+                kind, context, output_tokens, index=plan.passage(index), stream=stream,
+                read=index,
+            )  # fmt: skip
             sample = await session.measure(spec, record)
             done += 1
             if tick:
