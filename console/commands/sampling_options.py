@@ -25,11 +25,16 @@ def add_sampling_options(
     p: argparse.ArgumentParser, *, what: str = "this run", seed_flag: str = "--seed"
 ) -> None:
     group = p.add_argument_group("sampling (default: the host profile's, greedy if none)")
-    group.add_argument("--temperature", type=float, metavar="T",
-                       help=f"sampling temperature for {what} (0: greedy)")
+    group.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help=f"sampling temperature for {what} (0: greedy)",
+    )
     group.add_argument("--top-p", type=float, metavar="P", help="nucleus mass, in (0, 1]")
-    group.add_argument("--top-k", type=int, metavar="K", help="keep the K most likely tokens "
-                       "(-1 or 0: no limit)")
+    group.add_argument(
+        "--top-k", type=int, metavar="K", help="keep the K most likely tokens (-1 or 0: no limit)"
+    )
     group.add_argument(seed_flag, dest="sampling_seed", type=int, metavar="N", help="base seed: each request's seed "
                        "is derived from it, its passage and its repeat")  # fmt: skip
 
