@@ -35,8 +35,10 @@ def add_sampling_options(
     group.add_argument(
         "--top-k", type=int, metavar="K", help="keep the K most likely tokens (-1 or 0: no limit)"
     )
-    group.add_argument(seed_flag, dest="sampling_seed", type=int, metavar="N", help="base seed: each request's seed "
-                       "is derived from it, its passage and its repeat")  # fmt: skip
+    group.add_argument(
+        seed_flag, dest="sampling_seed", type=int, metavar="N",
+        help="base seed: each request's seed is derived from it, its passage and its repeat",
+    )  # fmt: skip
 
 
 def given_sampling(args: argparse.Namespace) -> dict[str, Any]:
