@@ -2,8 +2,9 @@
 
 `RequestSpec` is what the console asks for (a prompt of exact tokens or text, how many
 tokens, streamed or not, at which sampling and seed); `RequestFigures` is what one
-engine's response says, before the arithmetic every engine shares (`console/measure/request_measurement.py`). Each adapter
-builds its own request body and reads its own response into `RequestFigures`.
+engine's response says, before the arithmetic every engine shares
+(`console/measure/request_measurement.py`). Each adapter builds its own request body
+and reads its own response into `RequestFigures`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Every request is at the session's sampling (greedy, `temperature: 0`, unless the host
 profile or the command names another; at temperature > 0 with its own seed) with an
 explicit token count; fixed-length runs set `ignore_eos`. What each engine tells us
-differs, so its adapter builds the body and reads the response (`console/backends/<kind>/request.py`), taking the figures from
-the best source that engine has, and the sample says which:
+differs, so its adapter builds the body and reads the response
+(`console/backends/<kind>/request.py`), taking the figures from the best source that
+engine has, and the sample says which:
 
 - builtin (ours) and SGLang: native `/generate` with `meta_info` (completion tokens,
   verify steps `spec_verify_ct`, finish reason). Ours also returns the server's decode
