@@ -134,6 +134,14 @@ class RequestSample:
         return self.flagged is None
 
     @property
+    def sampling_text(self) -> str:
+        """The sampling it was decoded at, as every face shows it: "greedy", "T=1 seed 42"."""
+        if not self.temperature:
+            return "greedy"
+        seed = "unseeded" if self.seed is None else f"seed {self.seed}"
+        return f"T={self.temperature:g} {seed}"
+
+    @property
     def provenance(self) -> str:
         """How this sample's figures were taken, in one line every face shows the same:
         "server decode time, non-streaming, ctx 1024, 64 tok, prose"."""

@@ -117,8 +117,7 @@ def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
     print(
         f"  context {s.context_tokens} tokens, {s.completion_tokens}/{s.max_tokens} tokens out "
         f"({s.finish_reason}), {s.text_type} text, latency {s.latency_s:.3f} s, "
-        f"flags {s.flags_hash}, "
-        + (f"T={s.temperature:g}, seed {s.seed}" if s.temperature else "greedy")
+        f"flags {s.flags_hash}, {s.sampling_text}"
     )
     if s.repetition is not None and s.repetition > 0.5:
         print(f"  note: {s.repetition:.0%} of the output repeats itself; commit is inflated")
