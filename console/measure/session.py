@@ -24,7 +24,7 @@ from console.errors import ConsoleError, TransportError
 from console.measure.gpu import record_gpus
 from console.measure.prompts import PromptLibrary, window
 from console.measure.request_measurement import RequestSpec, measure_request
-from console.sampling import Sampling
+from console.sampling import GREEDY, Sampling
 from console.service.engine_client import EngineRequestError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 
@@ -93,7 +93,7 @@ class MeasureSession:
         self.run_kind = ""
         # the sampling every request of this session is decoded at: the host profile's
         # (`--temperature` and the rest already applied to it by the command)
-        self.sampling: Sampling = service.profile.sampling
+        self.sampling: Sampling = getattr(service.profile, "sampling", GREEDY)
         # reads of each passage in the current run: the k-th read's seed is derived from
         # (passage, k), so two arms that read a passage k times send the same k seeds
         self._reads: dict[str, int] = {}
