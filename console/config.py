@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from console.errors import ConfigError
+from console.sampling import Sampling
 
 EngineKind = Literal["builtin", "sglang", "vllm"]
 FlagValue = str | int | float | bool
@@ -138,6 +139,9 @@ class HostProfile(_Strict):
     state_dir: str = DEFAULT_STATE_DIR
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     baseline: BaselineProfile = Field(default_factory=BaselineProfile)
+    # The sampling the service's traffic uses: every measurement on this host runs at it
+    # (console/sampling.py); greedy by default, as every figure was before it existed.
+    sampling: Sampling = Field(default_factory=Sampling)
 
     # True when `launch.python` was not given but filled in with this console's own
     # interpreter (see `_own_interpreter`); such a value is never written to a file.

@@ -12,6 +12,8 @@ measured on two sides and goes through `paired_figures`:
 - Exact where it is exact. Greedy decoding of one passage commits the same tokens in the
   same steps every time; when every request of every passage on both sides shows that,
   the commit ratio is exact by construction (no noise to resample) and says "exact".
+  Sampled (temperature > 0) it never is: the k-th read of a passage sends the same seed
+  on both sides, so the pairs are by passage and seed, and commit gets a paired interval.
 - Paired intervals. The k-th request of a passage on one side is paired with the k-th on
   the other; the interval of a ratio is a t interval of the mean log ratio over those
   pairs (timing noise only: the passage mix cancels in each pair), at 99% family-wise
@@ -248,7 +250,11 @@ def paired_figures(
     if not keys:
         return None
     pa, pb = balanced_pool(ga, keys), balanced_pool(gb, keys)
-    exact_commit = _deterministic(ga, keys) and _deterministic(gb, keys)
+    # Sampled (temperature > 0), commit is a draw: the same seed on the same flags draws
+    # the same tokens, but after a flag change it is a measured quantity, so it gets its
+    # paired interval (by passage and seed) like step time, never "exact".
+    greedy = all(s.temperature == 0 for g in (ga, gb) for k in keys for s in g[k])
+    exact_commit = greedy and _deterministic(ga, keys) and _deterministic(gb, keys)
     n_a, n_b = pa.n, pb.n
     out = {}
     for name, pick in POOLED.items():

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from console.sampling import Sampling
+
 # Where a decode time came from, best first:
 #   server         the engine's own timing of this request (meta_info / per-request metrics)
 #   server-metrics a server-side counter delta around this one request (vLLM /metrics)
@@ -118,6 +120,10 @@ class RequestSample:
     # the output's token ids where the engine returns them: the per-round curve lines its
     # loop marks up with the rounds (console/analysis/round_curve.py)
     output_ids: list[int] | None = None
+    # the sampling temperature it was decoded at (0: greedy) and the seed it sent (None:
+    # greedy or unseeded): at temperature > 0 commit is a draw, exact only per seed
+    temperature: float = 0.0
+    seed: int | None = None
     flagged: str | None = None  # why this sample is kept out of averages; None when it counts
     # how many requests the console had in flight together when it sent this one, and
     # which wave of them (`specconsole load`): 1 and None for everything measured alone
@@ -130,6 +136,14 @@ class RequestSample:
     @property
     def ok(self) -> bool:
         return self.flagged is None
+
+    @property
+    def sampling_text(self) -> str:
+        """The sampling it was decoded at, as every face shows it: "greedy", "T=1 seed 42"."""
+        if not self.temperature:
+            return "greedy"
+        seed = "unseeded" if self.seed is None else f"seed {self.seed}"
+        return f"T={self.temperature:g} {seed}"
 
     @property
     def provenance(self) -> str:
@@ -233,6 +247,13 @@ class RunInfo:
     flags_hash: str = ""
     started_at: float = field(default_factory=time.time)
     kind: str = ""
+    # the sampling its requests were decoded at (`Sampling.as_dict()`); empty: greedy
+    # (every run stored before sampling was recorded was)
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sampling_settings(self) -> Sampling:
+        return Sampling.from_dict(self.sampling)
 
     def __post_init__(self) -> None:
         if not self.flags_hash:

@@ -237,7 +237,8 @@ class EngineAdapter(ABC):
 
     @abstractmethod
     def request_body(self, spec: RequestSpec, model: str) -> dict[str, Any]:
-        """The body of one measured request (greedy, exact token count)."""
+        """The body of one measured request (at `spec.sampling` and its seed, exact token
+        count)."""
 
     @abstractmethod
     def response_figures(

@@ -23,9 +23,23 @@ def completions_body(spec: RequestSpec, model: str) -> dict[str, Any]:
         "ignore_eos": spec.ignore_eos,
         "stream": spec.stream,
     }
+    body.update(openai_sampling(spec))
     if spec.stream:
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def openai_sampling(spec: RequestSpec) -> dict[str, Any]:
+    """The sampling fields of an OpenAI-style body (vLLM, SGLang and ours take `top_k` and
+    `seed` there too); none beyond `temperature: 0` when greedy, so a greedy request is
+    the body it always was."""
+    s = spec.sampling
+    if s.greedy:
+        return {}
+    fields: dict[str, Any] = {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k}
+    if spec.seed is not None:
+        fields["seed"] = spec.seed
+    return fields
 
 
 def stream_tokens(data: dict[str, Any], seen: int) -> int:

@@ -1,9 +1,10 @@
 """One measured request, as every engine adapter sees it: what to send and what came back.
 
 `RequestSpec` is what the console asks for (a prompt of exact tokens or text, how many
-tokens, streamed or not); `RequestFigures` is what one engine's response says, before the
-arithmetic every engine shares (`console/measure/request_measurement.py`). Each adapter
-builds its own request body and reads its own response into `RequestFigures`.
+tokens, streamed or not, at which sampling and seed); `RequestFigures` is what one
+engine's response says, before the arithmetic every engine shares
+(`console/measure/request_measurement.py`). Each adapter builds its own request body
+and reads its own response into `RequestFigures`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from console.analysis.records import DecodeSource
 from console.backends.spec_details import SpecDetails
+from console.sampling import GREEDY, Sampling
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,10 @@ class RequestSpec:
     stream: bool = False
     input_ids: tuple[int, ...] | None = None
     text: str | None = None
+    # the sampling it is decoded at and its own seed (None: greedy, or unseeded); each
+    # adapter spells them in its engine's fields
+    sampling: Sampling = GREEDY
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if (self.input_ids is None) == (self.text is None):

@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from console.commands.parsing import EXIT_ERROR, EXIT_FAILED, EXIT_USAGE, HostCommand, Parser, err
+from console.commands.sampling_options import add_sampling_options, given_sampling, with_sampling
 from console.events import Subscription
+from console.hosts import resolve_host
 from console.measure.methods import MethodResult
 from console.measure.prompts import PromptLibrary
 from console.measure.session import MeasureSession
@@ -100,7 +102,9 @@ async def with_service(
     service with every lifecycle event going to `on_event`, and always close. An unknown
     host key goes to `confirm_host_key`, by default `host_key_confirmer`'s."""
     confirm = confirm_host_key or host_key_confirmer(args.accept_new_host_key)
-    opened = EngineService.open(args.host, confirm_host_key=confirm)
+    # `--temperature` and the rest override the profile's sampling for this command only
+    target = with_sampling(resolve_host(args.host), args) if given_sampling(args) else args.host
+    opened = EngineService.open(target, confirm_host_key=confirm)
     # A change waits for another writer's lease (`--wait-lock`, else the settings'
     # bounded default) and says whom it waits for, where the progress lines go.
     opened.service.on_note = lambda text: err(f"  {text}")
@@ -205,3 +209,4 @@ def common_options(p: argparse.ArgumentParser, *, repeat: int | None) -> None:
     p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
     p.add_argument("--no-store", action="store_true", help="do not record the run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output only")
+    add_sampling_options(p)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.commands.sampling_options import add_sampling_options
 from console.numbers import NumberListError, parse_count, parse_counts
 
 
@@ -43,6 +44,7 @@ def baseline_options(p: argparse.ArgumentParser) -> None:
                    help="baseline output tokens per request (default 96)")  # fmt: skip
     p.add_argument("--baseline-text", type=_types, metavar="TYPES",
                    help="baseline text types (default code,prose)")  # fmt: skip
+    add_sampling_options(p, what="the baseline (both arms)")
 
 
 def baseline_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from console.commands.base import (
     progress,
     with_service,
 )
+from console.commands.sampling_options import add_sampling_options
 from console.experiments.breakeven import (
     LEVEL,
     RESAMPLES,
@@ -86,4 +87,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
     p.add_argument("--no-store", action="store_true", help="do not record the run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output only")
+    add_sampling_options(p, what="both arms", seed_flag="--sampling-seed")
     p.set_defaults(func=cmd_breakeven)

@@ -20,6 +20,7 @@ from console.commands.base import HostCommand, Parser, err
 from console.commands.gpu import gpu_table
 from console.experiments.explain import drift_for_runs, explain_runs
 from console.store import HistoryError, RunStore, StoredRun, compare, export_csv, export_json
+from console.store.compare import check_sampling
 from console.store.compare_text import comparison_lines
 from console.store.runs import RUN_STATUSES
 
@@ -53,6 +54,11 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("id_a", type=int, metavar="ID1", help="the run to compare against")
     p.add_argument("id_b", type=int, metavar="ID2", help="the run compared")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--mixed-sampling",
+        action="store_true",
+        help="compare runs measured at different sampling settings anyway",
+    )
     p.set_defaults(func=cmd_history_compare)
 
     p = hsub.add_parser(
@@ -63,6 +69,11 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("id_a", type=int, metavar="ID1", help="the baseline run")
     p.add_argument("id_b", type=int, metavar="ID2", help="the run to explain")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--mixed-sampling",
+        action="store_true",
+        help="explain a run against one at different sampling settings anyway",
+    )
     p.set_defaults(func=cmd_history_explain)
 
     p = hsub.add_parser("export", help="Write runs and all their samples as CSV or JSON.")
@@ -153,7 +164,7 @@ async def cmd_history_compare(args: argparse.Namespace) -> int:
     with closing(RunStore.default()) as store:
         a, b = await store.run(args.id_a), await store.run(args.id_b)
         drift = await drift_for_runs(store, a, b)
-    result = compare(a, b, drift=drift)
+    result = compare(a, b, drift=drift, allow_mixed=args.mixed_sampling)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
         return 0
@@ -164,6 +175,7 @@ async def cmd_history_compare(args: argparse.Namespace) -> int:
 async def cmd_history_explain(args: argparse.Namespace) -> int:
     with closing(RunStore.default()) as store:
         a, b = await store.run(args.id_a), await store.run(args.id_b)
+        check_sampling(a, b, allow_mixed=args.mixed_sampling)  # before any figure is read
         explained = await explain_runs(store, a, b)
     if args.json:
         print(json.dumps(explained.as_dict(), indent=2, default=str))

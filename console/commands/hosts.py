@@ -8,6 +8,7 @@ import json
 from console import config as profiles
 from console.backends import ADAPTERS
 from console.commands.base import HostCommand, Parser
+from console.commands.sampling_options import add_sampling_options, given_sampling
 from console.errors import ConfigError
 
 
@@ -24,7 +25,7 @@ async def cmd_hosts(args: argparse.Namespace) -> int:
             )
             print(
                 f"{name}{builtin}: {p.engine} on {where}, "
-                f"{p.supervisor.kind} supervisor, port {p.port}"
+                f"{p.supervisor.kind} supervisor, port {p.port}, sampling {p.sampling.label}"
             )
         return 0
     if action == "show":
@@ -70,6 +71,8 @@ async def cmd_hosts(args: argparse.Namespace) -> int:
                 data[key] = getattr(args, key)
         if args.flag:
             data["flags"] = dict(_split_pair(f, "--flag") for f in args.flag)
+        if given_sampling(args):  # validated with the rest of the profile, before saving
+            data["sampling"] = given_sampling(args)
         profile = profiles.parse_profile(args.name, data, f"Host profile {args.name!r}")
         path = profiles.save_profile(profile, overwrite=args.force)
         print(f"added {args.name} ({path})")
@@ -117,4 +120,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     add.add_argument("--state-dir", help="state directory on the host")
     add.add_argument("--flag", action="append", metavar="KEY=VALUE", help="initial engine flag")
     add.add_argument("--force", action="store_true", help="overwrite an existing profile")
+    add_sampling_options(add, what="every measurement on this host")
     hosts.set_defaults(func=cmd_hosts)

@@ -117,7 +117,7 @@ def print_sample(s: RequestSample, *, show_text: bool = True) -> None:
     print(
         f"  context {s.context_tokens} tokens, {s.completion_tokens}/{s.max_tokens} tokens out "
         f"({s.finish_reason}), {s.text_type} text, latency {s.latency_s:.3f} s, "
-        f"flags {s.flags_hash}"
+        f"flags {s.flags_hash}, {s.sampling_text}"
     )
     if s.repetition is not None and s.repetition > 0.5:
         print(f"  note: {s.repetition:.0%} of the output repeats itself; commit is inflated")
@@ -156,6 +156,7 @@ async def cmd_prompt(args: argparse.Namespace) -> int:
                 print_sample_text(sample)
         if len(result.samples) > 1:
             print_points(result.points)
+        print(f"sampling: {result.sampling_label}")
         footer(result)
         return 0
 
@@ -184,6 +185,7 @@ async def cmd_sweep(args: argparse.Namespace) -> int:
             emit_json(result)
             return 0
         print_points(result.points)
+        print(f"sampling: {result.sampling_label}")
         print_sample_size(result)
         if result.model is not None:
             print_model(result.model)

@@ -19,6 +19,7 @@ import statistics
 
 from console.analysis.sample_size import SampleTarget
 from console.commands.base import EXIT_FAILED, err, measure_session, progress, with_service
+from console.commands.sampling_options import add_sampling_options
 from console.experiments.verdict_bench import (
     MAX_ROUNDS,
     MIN_ROUNDS,
@@ -169,4 +170,5 @@ def add_bench_verdict(bench: argparse._SubParsersAction) -> None:
                    help="trust an unknown SSH host key without asking")  # fmt: skip
     p.add_argument("--json", action="store_true", help="machine-readable output only")
     p.add_argument("--save", metavar="FILE", help="also write the JSON to FILE")
+    add_sampling_options(p, what="every scenario", seed_flag="--sampling-seed")
     p.set_defaults(func=cmd_bench_verdict)

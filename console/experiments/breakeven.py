@@ -215,7 +215,8 @@ async def _measure_arm(
         await methods._warmup(session, text_type)
         for r in indices:
             for context in contexts:
-                spec = await session.spec(text_type, context, output_tokens, index=r)
+                # passage r is read once per arm: the same seed on both arms (paired)
+                spec = await session.spec(text_type, context, output_tokens, index=r, read=0)
                 await session.measure(spec, record)
                 progress.step()
         return arm_facts.flags_hash
@@ -256,7 +257,7 @@ async def run_breakeven(
     }
     info = RunInfo(
         host=service.profile.name, engine=engine, method=METHOD, params=params,
-        flags=facts.flags, engine_version=facts.version,
+        flags=facts.flags, engine_version=facts.version, sampling=session.sampling.as_dict(),
     )  # fmt: skip
     started = time.monotonic()
     progress = _Progress(2 * len(contexts) * repeat, tick)

@@ -22,6 +22,7 @@ from console.analysis.stats import PointSummary, summarize
 from console.analysis.two_point import stream_figures, two_point_figures
 from console.measure.request_measurement import RequestSpec
 from console.measure.session import MeasureError, MeasureSession, RunRecord
+from console.sampling import Sampling
 
 # A streamed client-side decode rate this far from the engine's non-streamed one is
 # distorted. Loopback on a 2-core host reads 10-21% low with the bundled pair (its
@@ -42,6 +43,12 @@ class MethodResult:
     figures: dict[str, Any] = field(default_factory=dict)
     model: ThroughputModel | None = None
     status: str = "complete"
+    # the sampling its requests were decoded at (`Sampling.as_dict()`; empty: greedy)
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sampling_label(self) -> str:
+        return Sampling.from_dict(self.sampling).label
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +58,7 @@ class MethodResult:
             "points": [p.as_dict() for p in self.points],
             "figures": self.figures,
             "model": self.model.as_dict() if self.model else None,
+            "sampling": {**self.sampling, "label": self.sampling_label},
             "samples": [s.as_dict() for s in self.samples],
         }
 
@@ -62,6 +70,7 @@ def _result(method: str, record: RunRecord, figures: dict[str, Any] | None = Non
         samples=list(record.samples),
         points=summarize(record.samples),
         figures=figures or {},
+        sampling=dict(record.info.sampling),
     )
 
 
@@ -103,9 +112,9 @@ async def probe(
     async with session.run("probe", params) as record:
         for i in range(repeat):
             if text is not None:
-                spec = RequestSpec(
+                spec = session.sampled(RequestSpec(
                     "custom", f"typed#{i}", max_tokens, ignore_eos, stream, text=text
-                )
+                ))  # fmt: skip
             else:
                 spec = await session.spec(
                     text_type, context or 256, max_tokens, index=first_passage + i,
@@ -168,9 +177,12 @@ async def context_sweep(
         async def measure(point: tuple[str, int], index: int) -> RequestSample:
             nonlocal done
             kind, context = point
+            # seeded by the point's request number, which runs on across the blocks of a
+            # side (`first_index`), so no two reads of a passage on one side share a seed
             spec = await session.spec(
-                kind, context, output_tokens, index=plan.passage(index), stream=stream
-            )
+                kind, context, output_tokens, index=plan.passage(index), stream=stream,
+                read=index,
+            )  # fmt: skip
             sample = await session.measure(spec, record)
             done += 1
             if tick:

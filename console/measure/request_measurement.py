@@ -1,9 +1,11 @@
 """One measured request on any engine kind, turned into a `RequestSample`.
 
-Every request is greedy (`temperature: 0`) with an explicit token count; fixed-length
-runs set `ignore_eos`. What each engine tells us differs, so its adapter builds the body
-and reads the response (`console/backends/<kind>/request.py`), taking the figures from
-the best source that engine has, and the sample says which:
+Every request is at the session's sampling (greedy, `temperature: 0`, unless the host
+profile or the command names another; at temperature > 0 with its own seed) with an
+explicit token count; fixed-length runs set `ignore_eos`. What each engine tells us
+differs, so its adapter builds the body and reads the response
+(`console/backends/<kind>/request.py`), taking the figures from the best source that
+engine has, and the sample says which:
 
 - builtin (ours) and SGLang: native `/generate` with `meta_info` (completion tokens,
   verify steps `spec_verify_ct`, finish reason). Ours also returns the server's decode
@@ -162,6 +164,8 @@ async def measure_request(
         spec=fig.spec.as_dict() if fig.spec is not None else None,
         spec_source=fig.spec.source if fig.spec is not None else None,
         output_ids=fig.output_ids,
+        temperature=0.0 if spec.sampling.greedy else spec.sampling.temperature,
+        seed=spec.seed,
         flagged=flagged,
         concurrency=concurrency,
         wave=wave,

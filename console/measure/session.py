@@ -24,6 +24,7 @@ from console.errors import ConsoleError, TransportError
 from console.measure.gpu import record_gpus
 from console.measure.prompts import PromptLibrary, window
 from console.measure.request_measurement import RequestSpec, measure_request
+from console.sampling import GREEDY, Sampling
 from console.service.engine_client import EngineRequestError
 from console.settings import DEFAULT_SETTINGS, ConsoleSettings
 
@@ -90,6 +91,12 @@ class MeasureSession:
         # what the runs started now are for, where their method does not say it (a
         # baseline is a context sweep by method); empty: from the method
         self.run_kind = ""
+        # the sampling every request of this session is decoded at: the host profile's
+        # (`--temperature` and the rest already applied to it by the command)
+        self.sampling: Sampling = getattr(service.profile, "sampling", GREEDY)
+        # reads of each passage in the current run: the k-th read's seed is derived from
+        # (passage, k), so two arms that read a passage k times send the same k seeds
+        self._reads: dict[str, int] = {}
 
     @contextlib.contextmanager
     def labelled(self, kind: str) -> Iterator[None]:
@@ -190,21 +197,34 @@ class MeasureSession:
         index: int = 0,
         stream: bool = False,
         ignore_eos: bool = True,
+        read: int | None = None,
     ) -> RequestSpec:
-        """A request whose prompt is exactly `context` tokens of `text_type`."""
+        """A request whose prompt is exactly `context` tokens of `text_type`, at the
+        session's sampling with the seed of its passage's `read`-th read (None: counted
+        in this run, `sampled`)."""
         ids = await self.type_ids(text_type)
         prompt_id = f"{text_type}@{context}#{index}"
         if ids is not None:
-            return RequestSpec(
+            return self.sampled(RequestSpec(
                 text_type, prompt_id, max_tokens, ignore_eos, stream,
                 input_ids=tuple(window(ids, context, index)),
-            )  # fmt: skip
+            ), read)  # fmt: skip
         # No /tokenize: cut the text by characters (about 4 a token) and let the engine's
         # own prompt_tokens count record the real context.
         text = self.library.text(text_type).text
         start = (index * max(1, len(text) // 7)) % len(text)
         body = (text[start:] + text)[: context * 4]
-        return RequestSpec(text_type, prompt_id, max_tokens, ignore_eos, stream, text=body)
+        spec = RequestSpec(text_type, prompt_id, max_tokens, ignore_eos, stream, text=body)
+        return self.sampled(spec, read)
+
+    def sampled(self, spec: RequestSpec, read: int | None = None) -> RequestSpec:
+        """`spec` at the session's sampling, seeded for the `read`-th read of its passage
+        (None: the next read of it in this run)."""
+        if read is None:
+            read = self._reads.get(spec.prompt_id, 0)
+            self._reads[spec.prompt_id] = read + 1
+        seed = self.sampling.request_seed(spec.prompt_id, read)
+        return replace(spec, sampling=self.sampling, seed=seed)
 
     # -- requests -------------------------------------------------------------------
 
@@ -290,6 +310,7 @@ class MeasureSession:
                 flags=facts.flags,
                 engine_version=facts.version,
                 kind=self.run_kind,
+                sampling=self.sampling.as_dict(),
             )
             async with self.recorded(info) as record:
                 yield record
@@ -301,6 +322,7 @@ class MeasureSession:
         it. A run that restarts the engine between its parts (breakeven) holds the action
         slot per part instead, so it records without `run`."""
         record = RunRecord(info)
+        self._reads.clear()  # each run reads its passages from the first seed on
         if self.store is not None:
             record.run_id = await self.store.start_run(info)
         # GPU telemetry beside the step times (nothing on a host without GPUs).

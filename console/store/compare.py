@@ -22,6 +22,8 @@ from console.analysis.intervals import bootstrap, changes_between
 from console.analysis.noise_profile import Drift
 from console.analysis.pairing import paired_figures
 from console.analysis.records import RequestSample
+from console.sampling import comparable, mixed_sampling_sentence
+from console.store.errors import HistoryError
 from console.store.runs import StoredRun
 
 FIGURES = ("decode_tok_s", "commit_len", "step_time_s", "ttft_s")
@@ -42,6 +44,7 @@ class RunHeader:
     flags_hash: str
     samples: int  # unflagged: the ones in the figures
     flagged: int
+    sampling: str = "greedy"  # the label of the sampling its requests were decoded at
 
     @classmethod
     def of(cls, run: StoredRun) -> RunHeader:
@@ -57,6 +60,7 @@ class RunHeader:
             flags_hash=run.info.flags_hash,
             samples=len(run.requests) - flagged,
             flagged=flagged,
+            sampling=run.info.sampling_settings.label,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -138,14 +142,29 @@ class RunComparison:
         }
 
 
+def check_sampling(a: StoredRun, b: StoredRun, *, allow_mixed: bool = False) -> None:
+    """Refuse, in one sentence naming both, two runs decoded at different sampling:
+    acceptance depends on it, so their figures describe different traffic."""
+    sa, sb = a.info.sampling_settings, b.info.sampling_settings
+    if not allow_mixed and not comparable(sa, sb):
+        raise HistoryError(mixed_sampling_sentence(sa, sb))
+
+
 def compare(
-    a: StoredRun, b: StoredRun, *, seed: int = 0, drift: Drift | None = None
+    a: StoredRun,
+    b: StoredRun,
+    *,
+    seed: int = 0,
+    drift: Drift | None = None,
+    allow_mixed: bool = False,
 ) -> RunComparison:
     """The figures of `b` against `a` per shared point, with ratio (b / a), its interval
     and percent change, plus the flags diff from `a` to `b`. Both runs need their samples
     loaded. The figures go through the comparison protocol (`pairing.paired_figures`):
     balanced and paired by passage, with `drift` (the host's, from its noise profile) in
-    every time interval; two runs are two blocks, so A-B."""
+    every time interval; two runs are two blocks, so A-B. Runs at different sampling are
+    refused unless `allow_mixed` (`check_sampling`)."""
+    check_sampling(a, b, allow_mixed=allow_mixed)
     for run in (a, b):
         if not run.samples_loaded:
             raise ValueError(f"run {run.id} was read without its samples; use RunStore.run()")

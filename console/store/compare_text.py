@@ -58,8 +58,8 @@ def _header_line(side: str, h: RunHeader) -> str:
     version = f" {h.engine_version}" if h.engine_version else ""
     return (
         f"{side}: run {h.id}, {h.method} on {h.host}, {h.engine}{version}, {h.status}, "
-        f"started {fmt.when(h.started_at)}, flags {h.flags_hash}, {h.samples} samples"
-        + (f" ({h.flagged} flagged, left out)" if h.flagged else "")
+        f"started {fmt.when(h.started_at)}, flags {h.flags_hash}, sampling {h.sampling}, "
+        f"{h.samples} samples" + (f" ({h.flagged} flagged, left out)" if h.flagged else "")
     )
 
 

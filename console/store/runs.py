@@ -113,8 +113,9 @@ class RunStore:
         def insert(db: sqlite3.Connection) -> int:
             cur = db.execute(
                 """INSERT INTO runs (host, engine, engine_version, method, params_json,
-                    flags_json, flags_hash, status, started_at, writer_pid, writer_start, kind)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)""",
+                    flags_json, flags_hash, status, started_at, writer_pid, writer_start, kind,
+                    sampling_json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)""",
                 (
                     info.host,
                     info.engine,
@@ -127,6 +128,7 @@ class RunStore:
                     writer.pid,
                     writer.start,
                     info.kind,
+                    _dumps(info.sampling) if info.sampling else None,
                 ),
             )
             if cur.lastrowid is None:
@@ -454,6 +456,7 @@ def _run_from_row(row: sqlite3.Row) -> StoredRun:
         flags_hash=row["flags_hash"],
         started_at=row["started_at"],
         kind=row["kind"] or "",  # NULL before schema 4: RunInfo infers it
+        sampling=_loads(row["sampling_json"]) or {},  # NULL: greedy (before schema 6)
     )
     return StoredRun(
         id=row["id"],

@@ -17,6 +17,9 @@ Versions:
   5  noise profiles: each host's measured request-to-request spread and block-to-block
      shift across a restart, by flags (`specconsole calibrate`), so every comparison on
      that host carries its drift
+  6  each run's sampling (temperature, top-p, top-k, seed policy) as JSON: acceptance
+     depends on it, so runs at two settings must not be compared unawares; older rows
+     keep NULL and read as greedy, as every run then was
 """
 
 from __future__ import annotations
@@ -127,6 +130,10 @@ def _v5_noise_profiles(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX noise_profiles_host ON noise_profiles(host, flags_hash, measured_at)")
 
 
+def _v6_run_sampling(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN sampling_json TEXT")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_runs_and_requests,
@@ -134,6 +141,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v3_gpu_samples,
     _v4_run_kind,
     _v5_noise_profiles,
+    _v6_run_sampling,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

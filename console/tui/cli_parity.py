@@ -19,6 +19,12 @@ SESSION_OPTIONS = {
     "accept_new_host_key": "asked by the host-key modal when the session opens",
     "json": "output format of the CLI; the TUI shows the result and History exports JSON",
     "no_store": "the TUI stores every run (History lists them)",
+    # The TUI measures at the session's host profile's [sampling]; a per-run override
+    # field is not offered yet (edit the profile to change it).
+    "temperature": "the session's host profile's [sampling]",
+    "top_p": "the session's host profile's [sampling]",
+    "top_k": "the session's host profile's [sampling]",
+    "sampling_seed": "the session's host profile's [sampling]",
 }
 # What the TUI does not offer yet, by option: said here so the test names the gap.
 NOT_YET: dict[str, str] = {}

@@ -5,7 +5,7 @@ Imports run one way: the faces (`tui`, then `commands`, which launch it, then `c
 its fix), which use `measure` (requests to an engine), which uses `service`, then
 `backends`, then `transport`; `store` (run history) sits below `measure`, which writes
 to it. `analysis` (pure figures, no I/O) may be used by every layer above the
-foundation (`errors`, `config`, `settings`, `events`, `hosts`, `numbers`) and uses
+foundation (`errors`, `config`, `settings`, `events`, `hosts`, `numbers`, `sampling`) and uses
 nothing but it. Nothing imports upward, no two areas of a layer use
 each other, the TUI never imports the CLI's `commands`, and no module takes part in an
 import loop. Imports inside functions count too: a lazy import is still a dependency.
@@ -23,6 +23,7 @@ CONSOLE = Path(__file__).resolve().parents[2] / "console"
 
 RANKS = {
     "errors": 0, "config": 0, "settings": 0, "events": 0, "hosts": 0, "numbers": 0,
+    "sampling": 0,
     "analysis": 1,
     "store": 2, "transport": 2,
     "backends": 3,

@@ -22,6 +22,7 @@ def native_body(spec: RequestSpec, *, round_stats: bool = False) -> dict[str, An
         },
         "stream": spec.stream,
     }
+    body["sampling_params"].update(native_sampling(spec))
     if spec.input_ids is not None:
         body["input_ids"] = list(spec.input_ids)
     else:
@@ -29,6 +30,18 @@ def native_body(spec: RequestSpec, *, round_stats: bool = False) -> dict[str, An
     if round_stats:
         body["return_round_stats"] = True  # our engine's own per-round record
     return body
+
+
+def native_sampling(spec: RequestSpec) -> dict[str, Any]:
+    """The sampling fields of `sampling_params` (the seed is SGLang's `sampling_seed`,
+    which ours reads too); none beyond `temperature: 0` when greedy."""
+    s = spec.sampling
+    if s.greedy:
+        return {}
+    fields: dict[str, Any] = {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k}
+    if spec.seed is not None:
+        fields["sampling_seed"] = spec.seed
+    return fields
 
 
 def native_figures(response: TimedResponse) -> RequestFigures:

@@ -2,7 +2,7 @@
 
 A prompt comes from the library (a text type, padded to an exact context in tokens) or
 is typed. The request (`RunPrompt`, run by the app) is `methods.probe`, what
-`specconsole prompt` runs: temperature 0,
+`specconsole prompt` runs: at the host profile's sampling (greedy by default),
 explicit max tokens, ignore_eos by default, streamed or not, stored as a run. Results
 show TTFT, decode tok/s, commit length and step time, each with its source, and the
 generated text.
@@ -66,6 +66,7 @@ def _f(value: float | None, spec: str, scale: float = 1.0) -> str:
 def result_row(s: RequestSample) -> tuple[str, ...]:
     ttft = s.ttft_s if s.ttft_s is not None else s.server_ttft_s
     how = f"{s.decode_source or 'no decode time'}, {'streamed' if s.streamed else 'not streamed'}"
+    how += f", {s.sampling_text}"
     if s.ttft_s is None and s.server_ttft_s is not None:
         how += ", TTFT server"
     if s.flagged:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from console.errors import ConsoleError
+from console.sampling import Sampling
 from console.store import HistoryError, RunStore, default_history_path
 from console.store import runs as runs_module
 from tests.console.factories import live_sample, request_sample, run_info
@@ -39,7 +40,9 @@ def test_the_default_path_is_under_the_data_dir(_isolated_data: Path) -> None:
 
 
 async def test_every_field_round_trips(_isolated_data: Path) -> None:
-    sample, live = request_sample(3, flagged="latency outlier"), live_sample(2)
+    # sampled, seeded (the factory's samples are greedy, as most tests want)
+    sample = request_sample(3, flagged="latency outlier", temperature=1.0, seed=12345)
+    live = live_sample(2)
     # A new record field must be given a non-default value above, so this covers it.
     for record in (sample, live):
         unset = [
@@ -48,7 +51,7 @@ async def test_every_field_round_trips(_isolated_data: Path) -> None:
             if f.name != "flagged" and getattr(record, f.name) == f.default
         ]
         assert unset == [], f"give these fields a non-default value in the factory: {unset}"
-    info = run_info()
+    info = run_info(sampling=Sampling(temperature=1.0, top_p=0.9, seed=7).as_dict())
     store = RunStore()
     try:
         run_id = await store.start_run(info)
@@ -78,6 +81,8 @@ async def test_every_field_round_trips(_isolated_data: Path) -> None:
     )
     (row,) = db_rows(store.path, "SELECT * FROM runs")
     assert json.loads(row["flags_json"]) == info.flags and row["flags_hash"] == info.flags_hash
+    assert json.loads(row["sampling_json"])["temperature"] == 1.0
+    assert stored.info.sampling_settings.label == "T=1 top-p 0.9 seed 7"
     assert db_rows(store.path, "PRAGMA journal_mode")[0][0] == "wal"
 
 
