@@ -40,8 +40,11 @@ def test_the_default_path_is_under_the_data_dir(_isolated_data: Path) -> None:
 
 
 async def test_every_field_round_trips(_isolated_data: Path) -> None:
-    # sampled, seeded (the factory's samples are greedy, as most tests want)
-    sample = request_sample(3, flagged="latency outlier", temperature=1.0, seed=12345)
+    # sampled, seeded, under load (the factory's samples are greedy and alone, as most
+    # tests want)
+    sample = request_sample(
+        3, flagged="latency outlier", temperature=1.0, seed=12345, concurrency=4, wave=2
+    )
     live = live_sample(2)
     # A new record field must be given a non-default value above, so this covers it.
     for record in (sample, live):
