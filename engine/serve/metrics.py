@@ -85,7 +85,9 @@ class ServerMetrics:
             "sglang:spec_accept_rate",
             "Committed tokens / (verify rounds x block size) over the last decode-log interval.",
         )
-        self.num_running_reqs = g("sglang:num_running_reqs", "Requests being decoded now (the running batch).")
+        self.num_running_reqs = g(
+            "sglang:num_running_reqs", "Requests being decoded now (the running batch)."
+        )
         self.num_queue_reqs = g("sglang:num_queue_reqs", "Requests waiting for the engine.")
         self.num_used_tokens = g(
             "sglang:num_used_tokens", "Tokens in the running requests' KV caches."

@@ -1,11 +1,13 @@
-"""The engine loop: one thread owns the model and serves requests one at a time.
+"""The engine loop: one thread owns the model and serves the requests.
 
-Why one thread and FIFO: decoding is single-sequence (the case operators measure is
-concurrency 1), torch work must never run on the asyncio event loop, and a single owner
-needs no locks around the model or its caches. Waiting requests sit in a deque that
-/metrics reports as `sglang:num_queue_reqs`. A request is cancelled (client gone, server
-shutting down) by setting its flag; the loop checks it between verify rounds and closes
-the decoder's generator, which frees the request's caches.
+Why one thread and FIFO: torch work must never run on the asyncio event loop, and a
+single owner needs no locks around the model or its caches. With --max-running-requests
+above 1 the loop batches (engine/serve/scheduler.py: up to that many requests decoded
+together, one target forward a round, joining and leaving between rounds); at 1, or with
+a decoder that cannot batch, it serves one request at a time through `Decoder.stream`.
+Waiting requests sit in a deque that /metrics reports as `sglang:num_queue_reqs`. A
+request is cancelled (client gone, server shutting down) by setting its flag; the loop
+checks it between verify rounds and drops the request's caches.
 
 Results and streamed deltas go back through callbacks that the HTTP side binds to its
 event loop with `call_soon_threadsafe`.
@@ -18,8 +20,11 @@ import logging
 import threading
 import time
 
+from engine.batch import BatchDecoder
+from engine.decode import Decoder
 from engine.serve.jobs import Decoding, Delta, GenParams, Job, JobResult
 from engine.serve.metrics import DecodeCounters, ServerMetrics
+from engine.serve.scheduler import BatchScheduler
 
 __all__ = ["Delta", "EngineWorker", "GenParams", "Job", "JobResult", "ShuttingDown"]
 
@@ -41,8 +46,14 @@ class EngineWorker:
         eos_token_ids: tuple[int, ...],
         round_delay_s: float = 0.0,
         round_slowdown: float = 0.0,
+        max_running: int = 1,
     ):
         self.decoder = decoder
+        # Batching needs the real Decoder's models; a test's or a bench's replay decoder
+        # (only `stream`) is served one request at a time.
+        self.scheduler: BatchScheduler | None = None
+        if max_running > 1 and isinstance(decoder, Decoder):
+            self.scheduler = BatchScheduler(self, BatchDecoder(decoder), max_running)
         # injected step time: --debug-round-delay-ms (fixed) and --debug-round-slowdown (a
         # share of the round's own compute, so the regression's relative size holds however
         # fast or slow the host runs that minute)
@@ -88,7 +99,14 @@ class EngineWorker:
 
     @property
     def running(self) -> int:
+        if self.scheduler is not None:
+            return len(self.scheduler.active)
         return 1 if self.current is not None else 0
+
+    def kv_cache_info(self) -> dict[str, int]:
+        if self.scheduler is not None:
+            return self.scheduler.batch.kv_cache_info()
+        return self.decoder.kv_cache_info()
 
     def shutdown(self, *, abort: bool = True) -> None:
         """Stop taking requests; abort the running one between rounds and every queued one."""
@@ -99,6 +117,8 @@ class EngineWorker:
             self.metrics.num_queue_reqs.set(0)
             if abort and self.current is not None:
                 self.current.cancel("the server is shutting down")
+            if abort and self.scheduler is not None:
+                self.scheduler.cancel_all("the server is shutting down")
             self._cond.notify_all()
         for job in pending:
             job.cancel("the server is shutting down")
@@ -110,6 +130,9 @@ class EngineWorker:
 
     # -- engine thread ---------------------------------------------------------------
     def _loop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.run()
+            return
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
@@ -132,8 +155,7 @@ class EngineWorker:
                 self.metrics.num_running_reqs.set(0)
                 self.metrics.num_used_tokens.set(0)
                 self.metrics.token_usage.set(0)
-            self._record(job, result)
-            self._deliver_done(job, result)
+            self._conclude(job, result)
 
     def _run(self, job: Job) -> JobResult:
         """Decode one job to its end: a stop, the length limit, or a cancel between rounds."""
@@ -205,7 +227,10 @@ class EngineWorker:
             logger.info(line.format())
 
     def _finish_unstarted(self, job: Job, reason: str) -> None:
-        result = JobResult.aborted(job, reason, t_started=time.perf_counter())
+        self._conclude(job, JobResult.aborted(job, reason, t_started=time.perf_counter()))
+
+    def _conclude(self, job: Job, result: JobResult) -> None:
+        """Count a job's end in the metrics and hand its result back."""
         self._record(job, result)
         self._deliver_done(job, result)
 
