@@ -88,13 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
         "then keyed by temperature",
     )
     add_run_args(p)
-    p.add_argument(
-        "--concurrency",
-        type=levels,
-        default=None,
-        help="comma-separated stream counts (e.g. 1,2,4,8): decode that many streams together "
-        "per level and report aggregate and per-stream tok/s per arm, instead of the usual table",
-    )
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="float32 or bfloat16")
     p.add_argument(
@@ -106,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--concurrency",
+        type=levels,
+        default=None,
+        help="comma-separated stream counts (e.g. 1,2,4,8): decode that many streams together "
+        "per level and report aggregate and per-stream tok/s per arm, instead of the usual table",
+    )
     """What the run compares against and on how many threads."""
     p.add_argument(
         "--peer",
