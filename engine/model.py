@@ -366,6 +366,11 @@ class Attention(nn.Module):
         return self._shape_q(self.q_proj(x), cos, sin)
 
     def attend(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
+        return project(self.o_proj, self.attend_heads(q, k, v, mask, is_causal))
+
+    def attend_heads(self, q, k, v, mask: torch.Tensor | None, is_causal: bool) -> torch.Tensor:
+        """Attention's output [b, T, H*D] before o_proj: a packed batch (engine/packed.py)
+        attends sequence by sequence and projects all of their rows in one matmul."""
         b, _, t, d = q.shape
         groups = self.n_heads // self.n_kv
         rows = groups * t
@@ -388,7 +393,7 @@ class Attention(nn.Module):
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=groups > 1
             )
-        return project(self.o_proj, out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim))
+        return out.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)
 
     def forward(self, x, cos, sin, cache: KVCache | None, layer: int, mask: torch.Tensor | None):
         if self.qkv is not None:

@@ -11,6 +11,7 @@ import sys
 
 import torch
 
+from engine.bench.concurrency import levels, print_concurrency, run_concurrency
 from engine.bench.measure import run
 from engine.bench.table import print_table, print_temperatures
 from engine.decode import METHODS
@@ -98,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--concurrency",
+        type=levels,
+        default=None,
+        help="comma-separated stream counts (e.g. 1,2,4,8): decode that many streams together "
+        "per level and report aggregate and per-stream tok/s per arm, instead of the usual table",
+    )
     """What the run compares against and on how many threads."""
     p.add_argument(
         "--peer",
@@ -158,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.concurrency:
+        report = run_concurrency(args)
+        print(json.dumps(report, indent=2)) if args.json else print_concurrency(report)
+        return 0
     if args.temperature > 0:
         return _run_temperatures(args)
     report = run(args)

@@ -187,9 +187,9 @@ async def server_info(request: Request) -> dict:
             "model_path": state.model_path,
             "speculative_draft_model_path": state.draft_model_path,
             "tokenizer_path": state.model_path,
-            "max_total_num_tokens": state.context_length,
+            "max_total_num_tokens": state.context_length * state.args.max_running_requests,
             "max_model_len": state.max_model_len,
-            "max_running_requests": 1,
+            "max_running_requests": state.args.max_running_requests,
             "stream_interval": 1,
             "page_size": 1,
             "version": state.version,
@@ -198,7 +198,7 @@ async def server_info(request: Request) -> dict:
     )
     # The KV cache is allocated per request and grows in chunks (engine/kvcache.py):
     # its size now (0 when idle), at the context limit, and after the last request.
-    info.update(state.worker.decoder.kv_cache_info())
+    info.update(state.worker.kv_cache_info())
     internal = state.counters.snapshot()
     internal.update(
         {

@@ -163,6 +163,12 @@ class ServeArgs:
         type=_positive_int,
         default=None,
     )
+    max_running_requests: int = flag(
+        "[int] Requests decoded together in one batch, every one's verify in one target "
+        "forward; more wait in the queue (1: one at a time) (default: 8)",
+        type=_positive_int,
+        default=8,
+    )
     reasoning_parser: str | None = flag(
         "[choice] Return a <think>...</think> span as reasoning_content in chat responses "
         "(default: None)",

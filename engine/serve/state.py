@@ -65,12 +65,14 @@ def build_state(args: ServeArgs, bundle, decoder) -> ServerState:
         context_length=args.context_length,
         block_size=args.speculative_num_draft_tokens,
         speculative=args.speculative,
+        max_running=args.max_running_requests,
     )
     tok = bundle.tokenizer
     worker = EngineWorker(
         decoder, tok, metrics=metrics, counters=counters, eos_token_ids=(tok.eos_token_id,),
         round_delay_s=args.debug_round_delay_ms / 1000.0,
         round_slowdown=args.debug_round_slowdown,
+        max_running=args.max_running_requests,
     )  # fmt: skip
     return ServerState(
         args=args,
