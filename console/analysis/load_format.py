@@ -8,11 +8,11 @@ from console.analysis.load_table import LoadLevel, LoadTable
 
 def _level_cells(level: LoadLevel | None) -> str:
     if level is None:
-        return f"{'-':<21}{'-':<21}{'-':<17}{'-':<19}"
+        return f"{'-':<21}{'-':<21}{'-':<17}{'-':<21}"
     commit = level.commit.text() if level.commit else "-"
     return (
         f"{level.stream_tok_s.text('{:.0f}'):<21}{level.aggregate_tok_s.text('{:.0f}'):<21}"
-        f"{commit:<17}{level.step_s.text('{:.2f}', 1000):<19}"
+        f"{commit:<17}{level.step_s.text('{:.2f}', 1000):<21}"
     )
 
 
@@ -21,7 +21,7 @@ def table_lines(table: LoadTable) -> list[str]:
     speculative arm's line, then the break-even concurrency."""
     lines = [
         f"{'conc':>4}  {'arm':<5}{'tok/s per stream':<21}{'tok/s aggregate':<21}"
-        f"{'commit':<17}{'step ms':<19}{'speedup':<19}pays"
+        f"{'commit':<17}{'step ms':<21}{'speedup':<19}pays"
     ]
     for row in table.rows:
         speedup = row.speedup.text() if row.speedup else "-"
