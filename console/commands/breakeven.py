@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from console.commands.base import (
     EXIT_FAILED,
@@ -42,9 +43,16 @@ def print_breakeven(result: BreakevenResult, host: str) -> None:
         f"steps / decode time), engine-side decode time; [{LEVEL:.0%} bootstrap over "
         f"requests, {RESAMPLES} resamples, seed {p['seed']}]"
     )
-    off = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
-    state = "restored" if result.restored else "NOT restored"
-    print(f"  speculation off with {off}; original flags {state}; took {result.seconds:.0f} s")
+    print_restart_footer(result)
+
+
+def print_restart_footer(result: Any) -> None:
+    """How speculation was switched off, whether the flags came back, and the stored run:
+    the last lines of every run that restarts without speculation (breakeven, load)."""
+    if result.off_changes:
+        off = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
+        state = "restored" if result.restored else "NOT restored"
+        print(f"  speculation off with {off}; original flags {state}; took {result.seconds:.0f} s")
     if result.run_id is not None:
         print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
 

@@ -21,6 +21,7 @@ from console.commands.base import (
     progress,
     with_service,
 )
+from console.commands.breakeven import print_restart_footer
 from console.experiments.load import LEVELS, LoadResult, run_load
 from console.service import EngineService
 
@@ -37,12 +38,7 @@ def print_load(result: LoadResult) -> None:
         "time; aggregate: output tokens / the wave's wall time; "
         f"[{result.summary()['interval']}; drift: {result.drift_source}]"
     )
-    if result.off_changes:
-        off = ", ".join(f"{k}={'' if v is None else v}" for k, v in result.off_changes.items())
-        state = "restored" if result.restored else "NOT restored"
-        print(f"  speculation off with {off}; original flags {state}; took {result.seconds:.0f} s")
-    if result.run_id is not None:
-        print(f"(stored as run {result.run_id}; `specconsole history show {result.run_id}`)")
+    print_restart_footer(result)
 
 
 async def cmd_load(args: argparse.Namespace) -> int:
@@ -79,8 +75,10 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--output", type=int, default=64, help="output tokens per request")
     p.add_argument("--text", default="code", help="text type (code, prose, repetitive)")
     p.add_argument("--waves", type=int, default=3, help="waves of N requests per level and arm")
-    p.add_argument("--spec-only", action="store_true",
-                   help="the configured flags only: no speculation-off arm, no restart")  # fmt: skip
+    p.add_argument(
+        "--spec-only", action="store_true",
+        help="the configured flags only: no speculation-off arm, no restart",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
     p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")

@@ -181,7 +181,7 @@ class BreakevenResult:
 
 
 @dataclass
-class _Progress:
+class ArmProgress:
     total: int
     tick: Tick | None
     done: int = 0
@@ -201,7 +201,7 @@ async def _measure_arm(
     contexts: Sequence[int],
     text_type: str,
     output_tokens: int,
-    progress: _Progress,
+    progress: ArmProgress,
 ) -> str:
     """One arm's requests (the repeats `indices` at every context); its flags hash.
 
@@ -260,7 +260,7 @@ async def run_breakeven(
         flags=facts.flags, engine_version=facts.version, sampling=session.sampling.as_dict(),
     )  # fmt: skip
     started = time.monotonic()
-    progress = _Progress(2 * len(contexts) * repeat, tick)
+    progress = ArmProgress(2 * len(contexts) * repeat, tick)
     before = [r for r in range(repeat) if r % 2 == 0]
     after = [r for r in range(repeat) if r % 2 == 1]
     async with session.recorded(info) as record:

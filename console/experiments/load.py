@@ -36,7 +36,12 @@ from console.analysis.noise_profile import ORDER_SHARE
 from console.analysis.records import RequestSample, RunInfo
 from console.backends import get_adapter
 from console.config import FlagValue
-from console.experiments.breakeven import off_arm_then_restore, speculating, speculation_off
+from console.experiments.breakeven import (
+    ArmProgress,
+    off_arm_then_restore,
+    speculating,
+    speculation_off,
+)
 from console.measure import methods
 from console.measure.request_measurement import CATCH_UP_S
 from console.measure.session import MeasureError, MeasureSession, RunRecord
@@ -124,18 +129,10 @@ async def _scrape(session: MeasureSession) -> MetricsScrape | None:
 
 
 @dataclass
-class _Waves:
-    """Numbers the waves across the run and counts progress."""
+class _Waves(ArmProgress):
+    """Counts progress (a tick a wave) and numbers the waves across the run."""
 
-    total: int
-    tick: Tick | None
     next_id: int = 0
-    done: int = 0
-
-    def step(self) -> None:
-        self.done += 1
-        if self.tick:
-            self.tick(self.done, self.total)
 
 
 async def _wave(
