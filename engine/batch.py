@@ -26,7 +26,7 @@ from collections.abc import Hashable, Iterable
 import torch
 
 from engine.batch_rounds import PLANS, SETTLES
-from engine.decode import Decoder, Step, _cache_of, _Clock
+from engine.decode import Decoder, Step, _cache_of, _Clock, check_request
 from engine.kvcache import KVCache
 from engine.packed import packed_forward
 from engine.packed_draft import propose_many
@@ -108,15 +108,7 @@ class BatchDecoder:
         """Prefill a new sequence alone and return its first token; unless that already
         ends it, it runs in every `step` from now on. Refuses what `Decoder.stream` refuses."""
         dec = self.decoder
-        n = len(prompt_ids)
-        if n == 0:
-            raise ValueError("the prompt is empty")
-        if n >= dec.max_context:
-            raise ValueError(
-                f"the prompt ({n} tokens) leaves no room in the {dec.max_context}-token context"
-            )
-        if max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be at least 1")
+        n = check_request(len(prompt_ids), dec.max_context, max_new_tokens)
         if key in self.running:
             raise ValueError(f"sequence {key!r} is already running")
         eos = () if ignore_eos else eos_token_ids

@@ -89,6 +89,21 @@ class _Clock:
         return ms
 
 
+def check_request(n: int, max_context: int, max_new_tokens: int) -> int:
+    """A request's prompt length `n`, refused (ValueError, one sentence) when the prompt
+    is empty, fills the context, or asks for no token; the single and the batched
+    decoder refuse alike."""
+    if n == 0:
+        raise ValueError("the prompt is empty")
+    if n >= max_context:
+        raise ValueError(
+            f"the prompt ({n} tokens) leaves no room in the {max_context}-token context"
+        )
+    if max_new_tokens < 1:
+        raise ValueError("max_new_tokens must be at least 1")
+    return n
+
+
 class Decoder(SampledRounds):
     def __init__(
         self,
@@ -198,15 +213,7 @@ class Decoder(SampledRounds):
         """The request's steps. `sampling` at temperature 0 (the default) decodes greedily,
         token-identical to AR; otherwise every draw comes from one generator seeded by
         `sampling.seed`, so a seed reproduces its tokens."""
-        n = len(prompt_ids)
-        if n == 0:
-            raise ValueError("the prompt is empty")
-        if n >= self.max_context:
-            raise ValueError(
-                f"the prompt ({n} tokens) leaves no room in the {self.max_context}-token context"
-            )
-        if max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be at least 1")
+        check_request(len(prompt_ids), self.max_context, max_new_tokens)
         cache = self.target.new_cache(self.max_context)
         session = self.new_draft_session() if self.method != "ar" else None
         cfg = self.target.config  # the verify mask comes folded for grouped-query heads

@@ -7,14 +7,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
-
-import torch
 
 from engine.batch import BatchDecoder
-from engine.bench.measure import arms
-from engine.bench.prompts import load_prompts
-from engine.checkpoint import load_bundle
+from engine.bench.measure import arms, bundle_and_prompts
 
 
 def levels(text: str) -> list[int]:
@@ -46,13 +41,7 @@ def measure_level(dec, encoded: list[list[int]], n: int, max_new_tokens: int) ->
 
 
 def run_concurrency(args: argparse.Namespace) -> dict:
-    torch.manual_seed(0)
-    bundle = load_bundle(
-        args.model_path, args.draft_model_path, device=args.device, dtype=args.dtype
-    )
-    prompts = load_prompts(Path(args.prompts), args.types, args.limit)
-    if not prompts:
-        raise SystemExit("no prompts to run (check --prompts and --types)")
+    bundle, prompts = bundle_and_prompts(args)
     encoded = [bundle.tokenizer.encode(p["prompt"]) for p in prompts]
     report = {}
     for name, dec in arms(args, bundle).items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -63,7 +64,9 @@ def arms(args: argparse.Namespace, bundle) -> dict[str, Decoder]:
     return out
 
 
-def run(args: argparse.Namespace) -> dict:
+def bundle_and_prompts(args: argparse.Namespace) -> tuple[Any, list[dict]]:
+    """The bench's weights and prompts as its options name them (seeded first); every
+    arm of the bench (speed, concurrency) starts from these."""
     torch.manual_seed(0)
     bundle = load_bundle(
         args.model_path, args.draft_model_path, device=args.device, dtype=args.dtype
@@ -71,6 +74,11 @@ def run(args: argparse.Namespace) -> dict:
     prompts = load_prompts(Path(args.prompts), args.types, args.limit)
     if not prompts:
         raise SystemExit("no prompts to run (check --prompts and --types)")
+    return bundle, prompts
+
+
+def run(args: argparse.Namespace) -> dict:
+    bundle, prompts = bundle_and_prompts(args)
     methods = args.methods
     decoders = arms(args, bundle)
     cuda = bundle.target.device.type == "cuda"
