@@ -126,6 +126,8 @@ KEYS: tuple[KeySpec, ...] = (
             "sweeps", palette=True),
     KeySpec("sweep-streamcheck", "", "run_method('stream check')", "Stream check", "sweeps",
             palette=True),
+    KeySpec("sweep-load", "", "load", "Speculation under load (concurrency 1-8)", "sweeps",
+            palette=True),
     KeySpec("sweep-back", "escape", "leave_field", "Leave field", "sweeps", show=False),
     # history
     KeySpec("history-filter", "slash", "focus_filter", "Filter", "history"),

@@ -103,6 +103,20 @@ class MeasureRequests:
             messages.BreakevenRan,
         )
 
+    def on_run_load(self, request: messages.RunLoad) -> None:
+        """`specconsole load`: N requests at once per level, speculation on, off and back."""
+        if self._engine_not_ready(request, "load"):
+            return
+        if not self._with_prompts(request, "load"):
+            return
+        from console.experiments.load import run_load
+
+        measure, kwargs = self.live.measure_session, request.params
+        self.runner.run_request(
+            request, "load", lambda tick: run_load(measure(), tick=tick, **kwargs),
+            messages.LoadRan,
+        )  # fmt: skip
+
     def on_run_settle(self, request: messages.RunSettle) -> None:
         """`specconsole diagnose --settle`: both typed points on the same passages."""
         if self._engine_not_ready(request, "settle"):

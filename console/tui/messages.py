@@ -187,6 +187,21 @@ class SweepRan(Answer):
         self.result = result
 
 
+class RunLoad(Request):
+    """`load.run_load` with these keyword arguments; answered with `LoadRan`."""
+
+    def __init__(self, params: dict[str, Any], *, prompts: str = "") -> None:
+        super().__init__()
+        self.params = params
+        self.prompts = prompts
+
+
+class LoadRan(Answer):
+    def __init__(self, result: Any) -> None:  # experiments.load.LoadResult
+        super().__init__()
+        self.result = result
+
+
 class BreakevenRan(Answer):
     def __init__(self, result: Any) -> None:  # experiments.breakeven.BreakevenResult
         super().__init__()

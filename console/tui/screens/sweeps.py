@@ -31,6 +31,7 @@ from console.tui.messages import ActionProgress, ActionRefused, RunSweep, SweepR
 from console.tui.screens.base import ViewScreen
 from console.tui.screens.sweeps_breakeven import BreakevenPanel
 from console.tui.screens.sweeps_fold import FoldedForm
+from console.tui.screens.sweeps_load import LoadPanel
 from console.tui.screens.sweeps_methods import METHODS, SWEEPS, method_params, result_lines
 from console.tui.screens.sweeps_verdict import VerdictPanel
 from console.tui.widgets.chart import Chart, ChartSeries
@@ -94,7 +95,7 @@ VERDICT_ROWS = (
 )  # fmt: skip
 
 
-class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
+class SweepsScreen(FoldedForm, BreakevenPanel, LoadPanel, VerdictPanel, ViewScreen):
     BINDINGS = keys.bindings("sweeps")
     KEY_SCOPE = "sweeps"
     HOME = "#sweep-points"
@@ -202,7 +203,7 @@ class SweepsScreen(FoldedForm, BreakevenPanel, VerdictPanel, ViewScreen):
             return self.model is not None
         if action == "use_live":
             return bool(self.session.live_samples)
-        if action in ("breakeven", "settle"):
+        if action in ("breakeven", "settle", "load"):
             return not self.session.running
         return True
 

@@ -1,0 +1,83 @@
+"""The sweeps view's load method: run `load.run_load` (as `specconsole load` does) with
+the sweep form's first context, output and text, its repeat as the waves a level, at
+concurrency 1, 2, 4 and 8, and show its table in the break-even panel.
+
+A mixin of `SweepsScreen`, like the break-even panel: the run restarts the engine with
+speculation off and back (the experiment restores the flags itself), progress in the
+sweep row, C cancels. The table is the experiment's own (`load_format.table_lines`); the
+screen computes nothing.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Input, ProgressBar, Static
+
+from console.analysis.load_format import table_lines
+from console.errors import ConsoleError
+from console.experiments.load import LEVELS
+from console.numbers import parse_count, parse_counts
+from console.tui.messages import LoadRan, RunLoad
+from console.tui.screens.sweeps_methods import fixed_only
+
+DEFAULT_WAVES = 3  # `specconsole load --waves`'s default
+
+
+def load_params(
+    contexts: str, outputs: str, types: str, repeat: str, target: str = "", most: str = ""
+) -> dict:
+    """The sweep form's fields as `run_load` takes them: the first context, output and
+    text type listed (one of each, as `load --context/--output/--text`), the repeat as
+    waves, the CLI's default levels."""
+    fixed_only("Load", target, most)
+
+    def first(text: str, what: str, default: int) -> int:
+        values = parse_counts(text, what) if text.strip() else [default]
+        return values[0]
+
+    names = [t.strip() for t in types.split(",") if t.strip()][:1] or ["code"]
+    waves = parse_count(repeat, "Repeat") if repeat.strip() else DEFAULT_WAVES
+    if waves < 1:
+        raise ConsoleError("Load needs at least one wave a level: set repeat to 1 or more.")
+    return {
+        "concurrency": list(LEVELS),
+        "context": first(contexts, "Contexts", 512),
+        "output_tokens": first(outputs, "Output tokens", 64),
+        "text_type": names[0],
+        "waves": waves,
+    }
+
+
+class LoadPanel:
+    """Mixed into `SweepsScreen`: the load run, its table in the break-even panel."""
+
+    def action_load(self) -> None:
+        q = self.query_one  # type: ignore[attr-defined]
+        try:
+            fields = ("contexts", "outputs", "types", "repeat", "target", "max")
+            params = load_params(*(q(f"#sweep-{n}", Input).value for n in fields))
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")  # type: ignore[attr-defined]
+            return
+        bar = q("#sweep-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        self.show_note(  # type: ignore[attr-defined]
+            f"load on {params['text_type']} at context {params['context']}: concurrency "
+            f"{', '.join(map(str, params['concurrency']))}, speculation on, off, on…"
+        )
+        self.leave_form()  # type: ignore[attr-defined]
+        self.request(RunLoad(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
+
+    def on_load_ran(self, message: LoadRan) -> None:
+        result = message.result
+        q = self.query_one  # type: ignore[attr-defined]
+        q("#sweep-progress").display = False
+        state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
+        stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
+        self.show_note(f"load done ({stored}, {state})")  # type: ignore[attr-defined]
+        lines = table_lines(result.table) if result.table is not None else ["no table"]
+        q("#breakeven-text", Static).update(Text("\n".join(lines) + "\n"))
+        summary = result.table.breakeven.text() if result.table and result.table.breakeven else ""
+        q("#breakeven-line", Static).update(f"load run {result.run_id}: {summary}")
+        self.set_class(True, "-breakeven")  # type: ignore[attr-defined]
