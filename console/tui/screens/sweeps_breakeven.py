@@ -12,6 +12,7 @@ the experiment's own (`table_lines`, each row's verdict); the screen computes no
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -87,6 +88,26 @@ def breakeven_params(
     }
 
 
+def begin_restarting_run(screen: Any, note: str, request: Any) -> None:
+    """Start a run that restarts the engine between its arms (break-even, load): the
+    progress bar spins, the note says what it does, the form folds, the app runs it."""
+    bar = screen.query_one("#sweep-progress", ProgressBar)
+    bar.display = True
+    bar.update(total=None, progress=0)
+    screen.show_note(note)
+    screen.leave_form()
+    screen.request(request)
+
+
+def end_restarting_run(screen: Any, label: str, result: Any) -> None:
+    """Such a run's answer: the bar goes; the note names the run and whether the engine
+    is back on its flags."""
+    screen.query_one("#sweep-progress").display = False
+    state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
+    stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
+    screen.show_note(f"{label} done ({stored}, {state})")
+
+
 class BreakevenPanel:
     """Mixed into `SweepsScreen`: the break-even run and the stored runs' tables."""
 
@@ -127,22 +148,13 @@ class BreakevenPanel:
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")  # type: ignore[attr-defined]
             return
-        bar = q("#sweep-progress", ProgressBar)
-        bar.display = True
-        bar.update(total=None, progress=0)
-        self.show_note(  # type: ignore[attr-defined]
-            f"break-even on {params['text_type']} text: speculation on, then off, then on…"
-        )
-        self.leave_form()  # type: ignore[attr-defined]
-        self.request(RunBreakeven(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
+        note = f"break-even on {params['text_type']} text: speculation on, then off, then on…"
+        begin_restarting_run(self, note, RunBreakeven(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
 
     def on_breakeven_ran(self, message: BreakevenRan) -> None:
         result = message.result
         q = self.query_one  # type: ignore[attr-defined]
-        q("#sweep-progress").display = False
-        state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
-        stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
-        self.show_note(f"break-even done ({stored}, {state})")  # type: ignore[attr-defined]
+        end_restarting_run(self, "break-even", result)
         text = Text("\n".join(breakeven.table_lines(result.rows)) + "\n")
         q("#breakeven-text", Static).update(text)
         q("#breakeven-line", Static).update(breakeven_line(result.run_id, result.rows))

@@ -11,13 +11,14 @@ screen computes nothing.
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Input, ProgressBar, Static
+from textual.widgets import Input, Static
 
 from console.analysis.load_format import table_lines
 from console.errors import ConsoleError
 from console.experiments.load import LEVELS
 from console.numbers import parse_count, parse_counts
 from console.tui.messages import LoadRan, RunLoad
+from console.tui.screens.sweeps_breakeven import begin_restarting_run, end_restarting_run
 from console.tui.screens.sweeps_methods import fixed_only
 
 DEFAULT_WAVES = 3  # `specconsole load --waves`'s default
@@ -59,23 +60,15 @@ class LoadPanel:
         except ConsoleError as exc:
             self.notify(str(exc), severity="error")  # type: ignore[attr-defined]
             return
-        bar = q("#sweep-progress", ProgressBar)
-        bar.display = True
-        bar.update(total=None, progress=0)
-        self.show_note(  # type: ignore[attr-defined]
-            f"load on {params['text_type']} at context {params['context']}: concurrency "
-            f"{', '.join(map(str, params['concurrency']))}, speculation on, off, on…"
-        )
-        self.leave_form()  # type: ignore[attr-defined]
-        self.request(RunLoad(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
+        levels = ", ".join(map(str, params["concurrency"]))
+        note = (f"load on {params['text_type']} at context {params['context']}: concurrency "
+                f"{levels}, speculation on, off, on…")  # fmt: skip
+        begin_restarting_run(self, note, RunLoad(params, prompts=self.prompt_file()))  # type: ignore[attr-defined]
 
     def on_load_ran(self, message: LoadRan) -> None:
         result = message.result
         q = self.query_one  # type: ignore[attr-defined]
-        q("#sweep-progress").display = False
-        state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
-        stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
-        self.show_note(f"load done ({stored}, {state})")  # type: ignore[attr-defined]
+        end_restarting_run(self, "load", result)
         lines = table_lines(result.table) if result.table is not None else ["no table"]
         q("#breakeven-text", Static).update(Text("\n".join(lines) + "\n"))
         summary = result.table.breakeven.text() if result.table and result.table.breakeven else ""
