@@ -278,13 +278,10 @@ async def run_breakeven(
             params=params, seconds=0.0,
         )  # fmt: skip
         try:
-            result.spec_flags_hash = await arm("speculation on", before)
-            await off_arm_then_restore(
-                session, plan_off, result, lambda: arm("speculation off", range(repeat)),
+            await bracketed_arms(
+                session, plan_off, result, arm, before=before, off=range(repeat), after=after,
                 last_good_before=last_good_before, timeout=timeout,
             )  # fmt: skip
-            if after:
-                await arm("speculation on, after the restore", after)
             result.rows = breakeven_rows(
                 record.samples, spec_hash=result.spec_flags_hash,
                 ar_hash=result.ar_flags_hash, seed=seed,
@@ -296,6 +293,23 @@ async def run_breakeven(
             record.summary = result.summary()
     result.status = record.status
     return result
+
+
+async def bracketed_arms(
+    session: MeasureSession, plan_off: Any, result: Any,
+    arm: Callable[[str, Sequence[int]], Awaitable[str]], *, before: Sequence[int],
+    off: Sequence[int], after: Sequence[int], last_good_before: Any, timeout: float,
+) -> None:  # fmt: skip
+    """Speculation on (the repeats `before`), off (`off`) and on again after the restore
+    (`after`): the arms bracket each other in time. `arm(label, indices)` measures one
+    and returns its flags hash; `result` gets both arms' hashes and the flags after."""
+    result.spec_flags_hash = await arm("speculation on", before)
+    await off_arm_then_restore(
+        session, plan_off, result, lambda: arm("speculation off", off),
+        last_good_before=last_good_before, timeout=timeout,
+    )  # fmt: skip
+    if after:
+        await arm("speculation on, after the restore", after)
 
 
 async def off_arm_then_restore(

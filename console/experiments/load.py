@@ -38,7 +38,7 @@ from console.backends import get_adapter
 from console.config import FlagValue
 from console.experiments.breakeven import (
     ArmProgress,
-    off_arm_then_restore,
+    bracketed_arms,
     speculating,
     speculation_off,
 )
@@ -245,13 +245,10 @@ async def run_load(
             if not both:
                 result.spec_flags_hash = await arm("the configured flags", range(waves))
             else:
-                result.spec_flags_hash = await arm("speculation on", first_half)
-                await off_arm_then_restore(
-                    session, plan_off, result, lambda: arm("speculation off", range(waves)),
-                    last_good_before=last_good_before, timeout=timeout,
+                await bracketed_arms(
+                    session, plan_off, result, arm, before=first_half, off=range(waves),
+                    after=second_half, last_good_before=last_good_before, timeout=timeout,
                 )  # fmt: skip
-                if second_half:
-                    await arm("speculation on, after the restore", second_half)
             result.table = _tabulate(record.samples, result, seed)
         finally:
             result.seconds = time.monotonic() - started
