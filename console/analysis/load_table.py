@@ -196,12 +196,12 @@ def load_level(
         )
     waves = waves_of(ok)
     seed = rng.randrange(2**32)
+    counted = wave_steps or {}
 
     def run(statistic: Callable[[Pooled], float | None]) -> tuple[Interval, list[float]]:
         # One seed for every figure of the level: the same waves are drawn for each.
         return _resampled(waves, statistic, random.Random(seed), resamples, level, counted)
 
-    counted = wave_steps or {}
     stream, draws = run(lambda p: p.stream_tok_s)
     has_commit = pool(waves, counted).commit is not None
     return LoadLevel(

@@ -39,6 +39,7 @@ from console.config import FlagValue
 from console.experiments.breakeven import (
     ArmProgress,
     bracketed_arms,
+    same_flags,
     speculating,
     speculation_off,
 )
@@ -85,8 +86,6 @@ class LoadResult:
 
     @property
     def restored(self) -> bool:
-        from console.experiments.breakeven import same_flags
-
         return self.flags_after is None or same_flags(self.flags_after, self.flags_before)
 
     def summary(self) -> dict[str, Any]:
