@@ -113,8 +113,9 @@ class BatchScheduler:
             decoding.send_delta()
         # the round's batch, those that finished in it included (the serial loop's count)
         tokens = sum(len(d.params.prompt_ids) + len(d.out) for d in map(self.active.get, steps))
-        for rid in [r for r in steps if self.active[r].done]:
-            self._end(rid)
+        # The round's counters go in before any finished request is concluded: a client that
+        # hears of its end and scrapes /metrics then finds its rounds counted, and the
+        # gauges emptied by `_end` are not set again from this round's batch.
         if counted:
             line = w.counters.on_batch_round(
                 commit_lens=commits,
@@ -126,6 +127,8 @@ class BatchScheduler:
             )
             if line is not None:
                 logger.info(line.format())
+        for rid in [r for r in steps if self.active[r].done]:
+            self._end(rid)
 
     def _end(self, rid: str) -> None:
         """A job leaves the batch (finished, stopped by a stop string, or cancelled)."""
@@ -145,9 +148,10 @@ class BatchScheduler:
     def _gauge_running(self) -> None:
         m = self.worker.metrics
         m.num_running_reqs.set(len(self.active))
-        if not self.active:
-            m.num_used_tokens.set(0)
-            m.token_usage.set(0)
+        # what the batch's KV caches hold once this job joined or left
+        tokens = sum(len(d.params.prompt_ids) + len(d.out) for d in self.active.values())
+        m.num_used_tokens.set(tokens)
+        m.token_usage.set(tokens / self.worker.counters.capacity)
 
     def cancel_all(self, reason: str) -> None:
         """Flag every running job; the loop ends them before its next round."""
