@@ -27,6 +27,7 @@ from console.analysis import format as fmt
 from console.analysis.decompose import ThroughputModel
 from console.analysis.records import LiveSample
 from console.analysis.stats import spread
+from console.analysis.thresholds import BATCHED
 from console.analysis.verdict import Judgement, Observed, Sweep, judge, typed_baseline
 
 LIVE_WINDOW_S = 60.0
@@ -62,6 +63,13 @@ class LiveWindow:
     # (tok/s, commit) of each sample used: what the verdict's bootstrap resamples
     pairs: tuple[tuple[float, float], ...] = ()
     others: tuple[LiveGroup, ...] = ()  # the window's other contexts and texts, kept apart
+    # requests a round (the median; None: the engine does not say): tok/s above is then
+    # one stream's (commit / step), and the verdict refuses to read it against a sweep
+    batch: float | None = None
+
+    @property
+    def batched(self) -> bool:
+        return self.batch is not None and self.batch >= BATCHED
 
     def as_dict(self) -> dict[str, Any]:
         """The `live` object of `diagnose --json`."""
@@ -73,6 +81,7 @@ class LiveWindow:
             "step": self.step_s,
             "context": self.context,
             "context_meaning": "mid-decode (the engine's KV tokens while it decodes)",
+            "batch": self.batch,
             "others": [dataclasses.asdict(g) for g in self.others],
         }
 
@@ -106,8 +115,11 @@ def _split(samples: list[LiveSample], key: Callable[[LiveSample], float]) -> lis
 
 
 def groups_of(samples: list[LiveSample]) -> list[list[LiveSample]]:
-    """The window's samples by context, then by commit length (the text)."""
-    return [g for by_ctx in _split(samples, lambda s: float(s.context_tokens or 0))
+    """The window's samples by batch (alone, or how many requests a round), then by
+    context, then by commit length (the text): a minute alone and a minute under a batch
+    of 4 are two kinds of traffic, never one median."""
+    return [g for by_batch in _split(samples, lambda s: s.batch or 1.0)
+            for by_ctx in _split(by_batch, lambda s: float(s.context_tokens or 0))
             for g in _split(by_ctx, lambda s: float(s.commit_len or 0))]  # fmt: skip
 
 
@@ -135,19 +147,23 @@ def live_window(
     chosen = groups[0]
     others = tuple(
         LiveGroup(len(g), _median(float(s.context_tokens or 0) for s in g),
-                  _median(s.tok_s for s in g), _median(s.commit_len for s in g))
+                  _median(s.per_stream_tok_s for s in g), _median(s.commit_len for s in g))
         for g in groups[1:]
     )  # fmt: skip
+    batches = [s.batch for s in chosen if s.batch is not None]
     return LiveWindow(
         n=len(chosen),
         sources=tuple(sorted({s.source for s in chosen})),
-        tok_s=_median(s.tok_s for s in chosen),
+        # one stream's rate: what the model of one request predicts (under a batch, the
+        # aggregate is this times the batch)
+        tok_s=_median(s.per_stream_tok_s for s in chosen),
         commit=_median(s.commit_len for s in chosen),
         step_s=_median(s.step_time_s for s in chosen),
         context=_median(float(s.context_tokens or 0) for s in chosen),
         newest=max(s.t for s in chosen),
-        pairs=tuple((s.tok_s or 0.0, s.commit_len or 0.0) for s in chosen),
+        pairs=tuple((s.per_stream_tok_s or 0.0, s.commit_len or 0.0) for s in chosen),
         others=others,
+        batch=_median(batches) if batches else None,
     )
 
 
@@ -190,4 +206,18 @@ def explain_live(
         observed = replace(observed, prompt=context, context=context)
     base = baseline_figure or typed_baseline(sweep, baseline, baseline_context, baseline_text)
     judged = judge(sweep, observed, base)
+    if window.batched:
+        judged = under_load(judged, window.batch or 1.0)
     return LiveVerdict(window, judged.text_type or "?", text_type is None, judged)
+
+
+def under_load(judged: Judgement, batch: float) -> Judgement:
+    """A window of batched rounds read against a sweep of requests alone: a batch's
+    round costs more than one request's, so the step residual would be the load, not a
+    bug or the text. Not enough evidence, saying so and what measures the load."""
+    reason = (f"the live rounds ran {batch:.1f} requests at a time and the sweep one: a "
+              "batch's step is dearer by physics, so the model cannot judge them; "
+              "`specconsole load` measures speculation at each concurrency")  # fmt: skip
+    return replace(judged, outcome="not enough evidence",
+                   headline=f"Not enough evidence: {reason}.",
+                   reasons=(reason, *judged.reasons), offer=None, settle=None)  # fmt: skip

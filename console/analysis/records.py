@@ -184,6 +184,19 @@ class LiveSample:
     # which series the commit length came from (an exact counter or a last-interval gauge)
     spec_source: str | None = None
     per_position: list[float] | None = None  # acceptance at each draft position (vLLM)
+    # Requests per verify round over the interval, where the engine counts rounds apart
+    # from request-rounds (ours): under a batch of N, tok/s is the aggregate over the
+    # streams, commit is per stream and round, step is the round's time, and
+    # tok/s = batch x commit / step (batch 1: the figures of one request alone).
+    batch: float | None = None
+
+    @property
+    def per_stream_tok_s(self) -> float | None:
+        """One stream's decode rate: the aggregate over `batch` (= commit / step where the
+        engine counts rounds); `tok_s` itself where the batch is not known."""
+        if self.tok_s is None or not self.batch:
+            return self.tok_s
+        return self.tok_s / self.batch
 
     @property
     def provenance(self) -> str:

@@ -55,3 +55,6 @@ PAIRED_TIMING_TARGET = 0.10
 LEVEL = 0.95  # every interval shown
 CHANGE_LEVEL = 0.99  # a comparison's rows, family-wise
 CHECK_LEVEL = 0.99  # a typed figure against its settled point
+# Requests a verify round from which live figures are a batch's (the streams' sum), not
+# one request's: the sweep's model is of one request alone.
+BATCHED = 1.05

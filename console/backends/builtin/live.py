@@ -20,17 +20,24 @@ def owns_scrape(scrape: MetricsScrape) -> bool:
 
 
 def sample_from_scrapes(prev: MetricsScrape, cur: MetricsScrape) -> LiveSample | None:
+    """The interval's figures. The verify-step counter counts request-rounds (a round of
+    a batch of 4 is 4) and the step histogram one observation a round, so commit is per
+    stream and round, step the round's own time, batch their ratio, and tok/s the
+    committed tokens over the busy time: the aggregate over the streams."""
     steps = metrics_delta(prev, cur, OURS_STEPS)
     committed = metrics_delta(prev, cur, OURS_COMMITTED)
     busy = metrics_delta(prev, cur, OURS_STEP_SUM)
+    rounds = metrics_delta(prev, cur, OURS_STEP_COUNT)
     if not steps or steps <= 0 or committed is None or committed < 0:
         return None
+    rounds = rounds if rounds and 0 < rounds <= steps else steps  # an older engine: 1 a round
     return LiveSample(
         t=cur.t,
         source="metrics",
         tok_s=ratio(committed, busy),
         commit_len=committed / steps,
-        step_time_s=ratio(busy, steps),
+        step_time_s=ratio(busy, rounds),
+        batch=steps / rounds,
         context_tokens=positive_count(cur.total(SGL_USED_TOKENS)),
         queue=as_count(cur.total(SGL_QUEUE)),
         running=as_count(cur.total(SGL_RUNNING)),

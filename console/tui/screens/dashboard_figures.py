@@ -12,6 +12,7 @@ from rich.text import Text
 
 from console.analysis.gpu_sample import GpuSample
 from console.analysis.records import LiveSample, RequestSample
+from console.analysis.thresholds import BATCHED
 from console.measure.live import is_warmup_sample
 from console.measure.live_samples import WALL_CLOCK_NOTE
 from console.tui.widgets.chart import ChartSeries
@@ -188,6 +189,8 @@ class NowFigures:
     commit: float | None
     step_ms: float | None
     context: int | None
+    # requests a round over the shown interval (ours): above 1, tok/s is the streams' sum
+    batch: float | None = None
 
 
 def now_figures(samples: Sequence[LiveSample]) -> NowFigures | None:
@@ -219,6 +222,7 @@ def now_figures(samples: Sequence[LiveSample]) -> NowFigures | None:
         commit=latest(lambda s: s.commit_len),
         step_ms=None if step is None else step * 1000,
         context=latest(lambda s: s.context_tokens),
+        batch=None if shown is None else shown.batch,
     )
 
 
@@ -248,6 +252,9 @@ def now_lines(now: NowFigures | None, at: float) -> tuple[str, Text]:
     stale = at - now.t > STALE_S
     text = Text()
     text.append("tok/s", style="bold")
+    if now.batch is not None and now.batch >= BATCHED:
+        # the figure is the sum over the streams; commit and step are one stream's
+        text.append(f" batch {now.batch:.1f}", style="bold")
     text.append(f"  {'STALE, ' if stale else ''}{age_text(at - now.t)}",
                 style="bold reverse" if stale else "")  # fmt: skip
     text.append(f"\ncommit {_fmt(now.commit, '.2f')}  step {_fmt(now.step_ms, '.1f')}ms")

@@ -3,6 +3,8 @@ inferred text type, and the numbers parser both faces use."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from console.analysis.decompose import fit
@@ -87,3 +89,31 @@ def test_one_request_whose_context_grows_through_the_decode_stays_one_group() ->
     samples = [_s(float(i), 300.0 - i, 3.0, ctx=1000 + 40 * i) for i in range(20)]
     window = live_window(samples)
     assert window is not None and window.n == 20 and window.others == ()
+
+
+def test_a_minute_alone_and_a_minute_under_a_batch_are_two_groups_and_the_batch_is_refused() -> (
+    None
+):
+    # Alone: 100 tok/s, commit 2.4. Then a batch of 4: 320 tok/s summed, each stream 80
+    # (the batch's rounds cost more), the same commit and context.
+    alone = [replace(_s(t, 100.0, 2.4), batch=1.0) for t in (10.0, 20.0, 30.0)]
+    batched = [replace(_s(t, 320.0, 2.4), step_time_s=2.4 / 80.0, batch=4.0)
+               for t in (40.0, 50.0, 60.0)]  # fmt: skip
+    window = live_window(alone + batched)
+    assert window is not None and window.n == 3 and window.batched
+    assert window.tok_s == pytest.approx(80.0)  # one stream's, as the model of one request
+    assert [g.tok_s for g in window.others] == [pytest.approx(100.0)]  # kept apart
+    assert window.as_dict()["batch"] == 4.0
+    judged = explain_live(Sweep(tuple(fakes.sweep_samples())), window, text_type="prose")
+    assert judged.verdict.outcome == "not enough evidence"
+    assert "4.0 requests at a time" in judged.verdict.headline
+    assert "specconsole load" in judged.verdict.headline
+    # the minute alone is read as before
+    quiet = live_window(alone)
+    assert quiet is not None and not quiet.batched and quiet.tok_s == 100.0
+    assert (
+        "requests at a time"
+        not in explain_live(
+            Sweep(tuple(fakes.sweep_samples())), quiet, text_type="prose"
+        ).verdict.headline
+    )

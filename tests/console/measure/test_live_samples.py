@@ -111,6 +111,33 @@ def test_our_scrape_delta_matches_the_requests_own_figures(engine: Engine) -> No
     assert sample.tok_s == pytest.approx(sample.commit_len / sample.step_time_s)
     assert (sample.running, sample.queue) == (0, 0)  # scraped after the request ended
     assert sample.context_tokens is None  # nothing in the KV cache at that moment
+    assert sample.batch == 1.0  # alone: a round is one request's round
+
+
+def test_under_a_batch_of_4_the_scrape_is_the_sum_of_the_streams(engine: Engine) -> None:
+    """Four requests decoded together: the interval's tok/s is the aggregate, the sum of
+    the four streams' own decode rates (each the engine's per-request figure); commit is
+    per stream and round, step the round's time, and batch x commit / step is the tok/s.
+    The streams join a round or two apart, and a stream's own rate leaves out the rounds
+    it was not in, so the sum runs a little above the aggregate: within 10%."""
+    import concurrent.futures
+
+    # One prompt four times: greedy, the four take the same rounds and end together, so
+    # each stream's decode time is the batch's busy time but for the joins.
+    before = parse_metrics(engine.metrics_text(), t=200.0)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        metas = list(pool.map(lambda _: engine.generate(600), range(4)))
+    after = parse_metrics(engine.metrics_text(), t=230.0)
+    sample = sample_from_scrapes(before, after)
+    assert sample is not None and sample.batch is not None
+    assert 2.5 < sample.batch <= 4.0, sample  # most rounds held all four
+    streams = sum(m["decode_throughput"] for m in metas)
+    assert sample.tok_s == pytest.approx(streams, rel=0.10), (sample.tok_s, streams)
+    assert sample.tok_s == pytest.approx(sample.batch * sample.commit_len / sample.step_time_s)
+    committed = sum(m["spec_commit_mean"] * m["spec_verify_ct"] for m in metas)
+    steps = sum(m["spec_verify_ct"] for m in metas)
+    assert sample.commit_len == pytest.approx(committed / steps, rel=1e-6)
+    assert sample.per_stream_tok_s == pytest.approx(sample.tok_s / sample.batch)
 
     # Idle: two scrapes with no decoding in between give no sample, not a row of zeros.
     idle = parse_metrics(engine.metrics_text(), t=160.0)

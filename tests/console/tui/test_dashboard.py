@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from dataclasses import replace
 
 import pytest
 from textual.pilot import Pilot
@@ -122,6 +123,19 @@ def test_now_readout_figures_age_and_stale() -> None:
     assert "STALE, 4 min ago" in text.plain
     big, text = now_lines(None, now.t)
     assert big == "-" and "no decode yet" in text.plain
+
+
+def test_under_a_batch_the_readout_says_its_tok_s_is_the_streams_sum() -> None:
+    # four streams of 1200 tok/s each: commit 13.5 per stream and round in 11.25 ms rounds
+    batched = LiveSample(t=fakes.T0, source="metrics", tok_s=4800.0, commit_len=13.5,
+                         step_time_s=0.01125, context_tokens=700, running=4, batch=4.0)  # fmt: skip
+    assert batched.per_stream_tok_s == pytest.approx(1200.0)
+    big, text = now_lines(now_figures([batched]), fakes.T0 + 1)
+    assert big == "4800.0" and text.plain.splitlines()[0].startswith("tok/s batch 4.0")
+    assert len(text.plain.splitlines()) == 3  # the readout's three rows, at every size
+    alone = replace(batched, tok_s=1200.0, running=1, batch=1.0)
+    _, text = now_lines(now_figures([alone]), fakes.T0 + 1)
+    assert "batch" not in text.plain
 
 
 def test_sweep_points_draw_markers_and_spread_bars() -> None:
