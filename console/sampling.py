@@ -110,6 +110,28 @@ class Sampling(BaseModel):
 
 GREEDY = Sampling()
 
+# A typed field -> its Sampling field and how its text reads (the TUI's sampling dialog;
+# the CLI's argparse types are the same two).
+TYPED_FIELDS = {"temperature": float, "top_p": float, "top_k": int, "seed": int}
+
+
+def from_typed(current: Sampling, **texts: str) -> Sampling:
+    """`current` with the typed fields over it (blank: keep `current`'s), each checked as
+    the command-line options are: a word that is no number, or a value out of range, is
+    refused in one sentence and `current` stands."""
+    values: dict[str, Any] = {}
+    for name, text in texts.items():
+        kind = TYPED_FIELDS[name]
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            values[name] = kind(text)
+        except ValueError:
+            noun = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"Sampling {name}: {text!r} is not {noun}.") from None
+    return current.overridden(**values)
+
 
 def comparable(a: Sampling, b: Sampling) -> bool:
     """Whether figures taken at `a` and at `b` describe the same traffic."""

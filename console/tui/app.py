@@ -47,6 +47,7 @@ from console.tui.messages import answer
 from console.tui.monitor import ServiceMonitor
 from console.tui.screens.connect import ConnectScreen
 from console.tui.screens.keys import KeysScreen
+from console.tui.screens.sampling import SamplingScreen
 from console.tui.screens.views_menu import ViewsScreen
 from console.tui.settings import TuiSettings, load_settings
 from console.tui.themes import next_theme, use_themes
@@ -56,7 +57,7 @@ __all__ = ["SpecConsoleApp", "default_connector", "run_console"]  # one import p
 VIEWS = ("dashboard", "service", "logs", "flags", "prompt", "sweeps", "history")
 # App actions that mean nothing before a host is open: the picker's footer hides them.
 NEEDS_HOST = frozenset(
-    {"view", "views", "start", "restart", "stop", "rollback", "cancel", "doctor"}
+    {"view", "views", "start", "restart", "stop", "rollback", "cancel", "doctor", "sampling"}
 )
 # Textual's own palette entries that ours replace ("Keys" lists ids, "Quit" keeps the
 # engine running): listing both would show two entries of one name.
@@ -305,6 +306,11 @@ class SpecConsoleApp(MeasureRequests, FieldKeys, App[int]):
 
     def action_cancel(self) -> None:
         self.runner.cancel()
+
+    def action_sampling(self) -> None:
+        if self.service is None or isinstance(self.screen, SamplingScreen):
+            return
+        self.push_screen(SamplingScreen(self.live.sampling()), self.live.use_sampling)
 
     def action_keys(self) -> None:
         if not isinstance(self.screen, KeysScreen):

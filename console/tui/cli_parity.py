@@ -19,12 +19,13 @@ SESSION_OPTIONS = {
     "accept_new_host_key": "asked by the host-key modal when the session opens",
     "json": "output format of the CLI; the TUI shows the result and History exports JSON",
     "no_store": "the TUI stores every run (History lists them)",
-    # The TUI measures at the session's host profile's [sampling]; a per-run override
-    # field is not offered yet (edit the profile to change it).
-    "temperature": "the session's host profile's [sampling]",
-    "top_p": "the session's host profile's [sampling]",
-    "top_k": "the session's host profile's [sampling]",
-    "sampling_seed": "the session's host profile's [sampling]",
+    # The TUI measures at the session's sampling: the host profile's [sampling] until the
+    # sampling dialog (key M, palette "Sampling for this session's measurements")
+    # changes it for every measurement of the session, as these options do for one run.
+    "temperature": "the session's sampling (the sampling dialog, key M)",
+    "top_p": "the session's sampling (the sampling dialog, key M)",
+    "top_k": "the session's sampling (the sampling dialog, key M)",
+    "sampling_seed": "the session's sampling (the sampling dialog, key M)",
 }
 # What the TUI does not offer yet, by option: said here so the test names the gap.
 NOT_YET: dict[str, str] = {}

@@ -71,6 +71,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("calibrate", "K", "app.calibrate", "Calibrate the host's noise", "app", show=False),
     KeySpec("doctor", "D", "app.doctor", "Doctor: check the host", "app", show=False),
     KeySpec("cancel", "C", "app.cancel", "Cancel running action", "app", show=False),
+    KeySpec("sampling", "M", "app.sampling", "Sampling for this session's measurements",
+            "app", show=False),
     # app
     KeySpec("keys", "question_mark", "app.keys", "Keys", "app"),
     # ctrl+p is Textual's own palette key; binding `:` as well would make Textual drop
@@ -144,6 +146,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("confirm-yes", "y", "answer(True)", "Yes", "confirm"),
     KeySpec("confirm-no", "n,escape", "answer(False)", "No", "confirm"),
     KeySpec("info-close", "escape,enter", "close", "Close", "info"),
+    KeySpec("sampling-cancel", "escape", "cancel", "Cancel", "sampling"),
     KeySpec("hostkey-refuse", "escape", "refuse", "Refuse the key", "host key"),
     KeySpec("keys-close", "escape,question_mark,q", "app.pop_screen", "Close", "keys"),
     KeySpec("views-close", "escape,g", "close", "Close", "views"),

@@ -20,6 +20,7 @@ from console.analysis.records import LiveSample, RequestSample
 from console.errors import ConsoleError, one_line
 from console.measure.gpu import GpuRecorder, GpuTelemetry
 from console.measure.session import MeasureSession
+from console.sampling import Sampling
 from console.service import EngineService
 from console.store import RunStore
 
@@ -161,6 +162,23 @@ class LiveFeed:
                 on_note=lambda text: self.app.notify(text, severity="warning"),
             )
         return self._measure
+
+    def sampling(self) -> Sampling:
+        """What this session's measurements run at (the profile's, unless changed)."""
+        return self.measure_session().sampling
+
+    def use_sampling(self, sampling: Sampling | None) -> None:
+        """Measure at `sampling` from now on, in this session only (None: unchanged).
+        The service's profile copy carries it too: the experiments that open their own
+        measurement session (baseline, calibrate, side by side) read it from there, as
+        they read a command line's `--temperature`."""
+        if sampling is None or sampling == self.sampling():
+            return
+        service = self.app.session_service()
+        service.profile = service.profile.model_copy(update={"sampling": sampling})
+        self.measure_session().sampling = sampling
+        self.app.notify(f"Measuring at {sampling.label} in this session; the host "
+                        "profile on disk keeps its own.")  # fmt: skip
 
     def run_store(self) -> RunStore:
         if self._store is None:
