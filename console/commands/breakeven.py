@@ -38,7 +38,8 @@ def print_breakeven(result: BreakevenResult, host: str) -> None:
         print(line)
     print(
         f"  needed = spec step / AR step; speedup = measured / needed = spec tok/s / AR tok/s. "
-        f"{p['output_tokens']} tokens of {p['text_type']} text per request, "
+        f"{p['output_tokens']} tokens of {p['text_type']} text per request at "
+        f"{p.get('sampling', 'greedy')}, "
         f"{p['repeat']} request(s) per arm and context; pooled figures (sum of tokens / "
         f"steps / decode time), engine-side decode time; [{LEVEL:.0%} bootstrap over "
         f"requests, {RESAMPLES} resamples, seed {p['seed']}]"

@@ -22,6 +22,7 @@ from console.commands.base import (
     with_service,
 )
 from console.commands.breakeven import print_restart_footer
+from console.commands.sampling_options import add_sampling_options
 from console.experiments.load import LEVELS, LoadResult, run_load
 from console.service import EngineService
 
@@ -33,7 +34,8 @@ def print_load(result: LoadResult) -> None:
             print(line)
     print(
         f"  {p['waves']} wave(s) a level: N requests of {p['output_tokens']} tokens of "
-        f"{p['text_type']} text at context {p['context']} sent at once, each on its own "
+        f"{p['text_type']} text at context {p['context']} ({p.get('sampling', 'greedy')}) "
+        "sent at once, each on its own "
         "passage (the same ones in both arms); per stream: pooled decode tokens / decode "
         "time; aggregate: output tokens / the wave's wall time; "
         f"[{result.summary()['interval']}; drift: {result.drift_source}]"
@@ -84,4 +86,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
     p.add_argument("--no-store", action="store_true", help="do not record the run in history")
     p.add_argument("--json", action="store_true", help="machine-readable output only")
+    add_sampling_options(p, what="both arms", seed_flag="--sampling-seed")
     p.set_defaults(func=cmd_load)

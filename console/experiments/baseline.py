@@ -116,7 +116,8 @@ class BaselineApply:
         sentences (a narrow window wraps them)."""
         if not self.rows:
             return list(self.notes)
-        return [COMPARISON_NOTE, self.drift.text(), *self.notes]
+        sampled = f"sampling: {self.before.sampling_label}, both sides"
+        return [COMPARISON_NOTE, sampled, self.drift.text(), *self.notes]
 
     def as_dict(self) -> dict[str, Any]:
         def run_id(r: MethodResult | None) -> int | None:

@@ -254,6 +254,7 @@ async def run_breakeven(
         "repeat": repeat,
         "seed": seed,
         "off_changes": off_changes,
+        "sampling": session.sampling.label,
     }
     info = RunInfo(
         host=service.profile.name, engine=engine, method=METHOD, params=params,

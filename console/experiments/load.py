@@ -221,9 +221,11 @@ async def run_load(
     last_good_before = await (await service.store()).last_good() if both else None
     params = {"concurrency": levels, "context": context, "text_type": text_type,
               "output_tokens": output_tokens, "waves": waves, "seed": seed,
-              "arms": "on and off" if both else "as configured"}  # fmt: skip
+              "arms": "on and off" if both else "as configured",
+              "sampling": session.sampling.label}  # fmt: skip
     info = RunInfo(host=service.profile.name, engine=engine, method=METHOD, params=params,
-                   flags=facts.flags, engine_version=facts.version)  # fmt: skip
+                   flags=facts.flags, engine_version=facts.version,
+                   sampling=session.sampling.as_dict())  # fmt: skip
     result = LoadResult(None, params, original, off_changes)
     if both and session.store is not None:
         profile = await session.store.noise_profile(service.profile.name)

@@ -38,14 +38,19 @@ def _flags(host: str) -> dict:
 
 def test_load_measures_both_arms_at_every_level_and_restores_the_flags(host: str) -> None:
     before = _flags(host)
+    # at temperature 1, seeded: both arms read each passage at its own seed
     out = _cli("load", host, "--concurrency", "1,3", "--waves", "2", "--output", "16",
-               "--context", "64", "--json")  # fmt: skip
+               "--context", "64", "--temperature", "1", "--sampling-seed", "3",
+               "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert [r["concurrency"] for r in data["rows"]] == [1, 3]
     assert data["restored"] and _flags(host) == before
+    assert data["params"]["sampling"] == "T=1 seed 3"
     stored = json.loads(_cli("history", "show", str(data["run_id"]), "--json").stdout)
     assert stored["kind"] == "load" and stored["status"] == "complete"
+    assert stored["sampling"]["temperature"] == 1.0, stored.get("sampling")
+    assert {r["temperature"] for r in stored["requests"]} == {1.0}
     requests = stored["requests"]
     # 2 waves x (1 + 3) requests in each arm, every one tagged with its level and wave
     assert len(requests) == 16
