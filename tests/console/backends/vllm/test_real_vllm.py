@@ -120,6 +120,34 @@ def test_prompt_figures_equal_vllms_counter_deltas(vllm_tier: Tier) -> None:
     assert text.returncode == 0 and "TTFT" in text.stdout and "(server)" in text.stdout, text
 
 
+def test_a_seeded_prompt_at_temperature_1_twice_gives_the_same_tokens_and_rounds(
+    vllm_tier: Tier,
+) -> None:
+    """vLLM samples the drafts' verification at the request's own seed (the console derives
+    it per passage and read), so the same prompt at T=1 seed 7 is the same tokens in the
+    same rounds, each round counted in vLLM's own counters, and its sampling is labelled."""
+    args = ("prompt", vllm_tier.name, "--text-type", "prose", "--context", "128",
+            "--max-tokens", "64", "--temperature", "1", "--seed", "7", "--no-store")  # fmt: skip
+    reads = []
+    for _ in range(2):
+        before = vllm_tier.metrics()
+        out = vllm_tier.json(*args)
+        after = vllm_tier.metrics()
+        (sample,) = out["samples"]
+        assert sample["verify_steps"] == delta(before, after, DRAFTS)
+        reads.append(sample)
+    a, b = reads
+    assert a["temperature"] == 1.0 and a["seed"] is not None and a["seed"] == b["seed"]
+    assert a["text"] == b["text"] and a["verify_steps"] == b["verify_steps"]
+    assert out["sampling"]["label"] == "T=1 seed 7", out["sampling"]
+    greedy = vllm_tier.json(*args[:8], "--no-store")["samples"][0]
+    assert greedy["temperature"] == 0.0 and greedy["seed"] is None
+    print(
+        f"T=1 seed 7: commit {a['commit_len']:.2f} in {a['verify_steps']} drafts, twice; "
+        f"greedy commit {greedy['commit_len']:.2f}"
+    )
+
+
 def test_sweep_figures_add_up_to_vllms_counters_and_the_run_is_stored(vllm_tier: Tier) -> None:
     """Two contexts, the noise-driven repeat under a ceiling of 4 (so 4 passages a point, one
     request each, not the model's six): every request's figures
