@@ -105,7 +105,8 @@ def end_restarting_run(screen: Any, label: str, result: Any) -> None:
     screen.query_one("#sweep-progress").display = False
     state = "flags restored" if result.restored else "flags NOT restored: see Flags (f)"
     stored = f"run {result.run_id}" if result.run_id is not None else "not stored"
-    screen.show_note(f"{label} done ({stored}, {state})")
+    sampling = result.params.get("sampling", "greedy")
+    screen.show_note(f"{label} done ({stored}, {sampling}, {state})")
 
 
 class BreakevenPanel:
