@@ -122,6 +122,8 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
             raise MeasureError("Pass --context (the prompt length, in tokens, of the figure).")
         if args.settle:
             return await run_settle(session, args)
+        if args.concurrency is not None:
+            return await _load_question(session, args)
         # With live figures the text is inferred unless given; these are only what the
         # sweep must cover.
         text = args.text or "prose"
@@ -136,6 +138,29 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
         return 0
 
     return await with_service(args, body)
+
+
+async def _load_question(session: MeasureSession, args: argparse.Namespace) -> int:
+    """`--concurrency`: the typed pair read through the stored load run's load factor."""
+    from console.experiments.load import typed_load_verdict
+
+    if args.observed is None or args.baseline is None:
+        raise MeasureError("--concurrency compares two typed figures: pass --observed and "
+                           "--baseline (one stream's tok/s at each concurrency).")  # fmt: skip
+    if session.store is None:
+        raise MeasureError("The load factor comes from a stored load run; drop --no-store.")
+    facts = await session.facts()
+    verdict = await typed_load_verdict(
+        session.store, session.service.profile.name, facts.flags_hash,
+        observed=args.observed, at_n=args.concurrency, baseline=args.baseline,
+        from_n=args.baseline_concurrency, observed_requests=args.observed_requests,
+        baseline_requests=args.baseline_requests, sampling=session.sampling,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps({"load_verdict": verdict.as_dict()}, indent=2))
+    else:
+        print("\n".join(verdict.lines()))
+    return 0
 
 
 def typed_or_live_verdict(
@@ -277,6 +302,15 @@ def register(host_command: HostCommand) -> None:
         help="the baseline is the median of N requests (default 1)",
     )
     p.add_argument("--baseline-text", help="text type of the baseline (default: --text)")
+    p.add_argument(
+        "--concurrency", type=int, metavar="N",
+        help="the observed figure is one stream's tok/s among N at once: read the pair "
+        "through the stored load run's load factor (`specconsole load`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--baseline-concurrency", type=int, default=1, metavar="N",
+        help="streams at once when the baseline was read (default 1: alone)",
+    )  # fmt: skip
     p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
     p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
     p.add_argument(

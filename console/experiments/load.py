@@ -28,9 +28,10 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.analysis.intervals import LEVEL, RESAMPLES
+from console.analysis.load_factor import LoadVerdict, judge_load
 from console.analysis.load_table import LoadError, LoadTable, load_table
 from console.analysis.noise_profile import ORDER_SHARE
 from console.analysis.records import RequestSample, RunInfo
@@ -46,7 +47,11 @@ from console.experiments.breakeven import (
 from console.measure import methods
 from console.measure.request_measurement import CATCH_UP_S
 from console.measure.session import MeasureError, MeasureSession, RunRecord
+from console.sampling import Sampling, comparable
 from console.service.engine_client import EngineRequestError, MetricsScrape
+
+if TYPE_CHECKING:
+    from console.store import RunStore
 
 METHOD = "load"
 LEVELS = (1, 2, 4, 8)
@@ -267,3 +272,36 @@ def _tabulate(samples: Sequence[RequestSample], result: LoadResult, seed: int) -
         )  # fmt: skip
     except LoadError as exc:
         raise MeasureError(str(exc)) from None
+
+
+async def typed_load_verdict(
+    store: RunStore, host: str, flags_hash: str, *, observed: float, at_n: int,
+    baseline: float, from_n: int = 1, observed_requests: int = 1, baseline_requests: int = 1,
+    sampling: Sampling | None = None,
+) -> LoadVerdict:  # fmt: skip
+    """A typed pair across concurrencies read through the newest complete load run of
+    `host` on these flags (`load_factor.judge_load`); a LoadError in one sentence when
+    there is none to read it through, or when it ran at other sampling than `sampling`
+    (acceptance, and so the factor, depends on it)."""
+    run = await store.latest(host, METHOD, flags_hash=flags_hash)
+    if run is None or not (run.summary or {}).get("spec_flags_hash"):
+        raise LoadError(
+            f"No stored load run for {host} on the flags in force: run `specconsole load "
+            f"{host} --concurrency {min(from_n, at_n)},{max(from_n, at_n)}` first; the load "
+            "factor is measured there."
+        )
+    measured = run.info.sampling_settings
+    if sampling is not None and not comparable(measured, sampling):
+        raise LoadError(
+            f"The newest load run ({run.id}) was measured at {measured.label} and these "
+            f"figures are read at {sampling.label}: run `load` at the same sampling, or "
+            "pass the sampling the figures were read at (--temperature and the rest)."
+        )
+    p = run.info.params
+    source = f"load run {run.id}, {p.get('text_type')} at context {p.get('context')}"
+    return judge_load(
+        run.requests, spec_hash=run.summary["spec_flags_hash"], observed=observed, at_n=at_n,
+        baseline=baseline, from_n=from_n, observed_requests=observed_requests,
+        baseline_requests=baseline_requests, source=source,
+        seed=int(p.get("seed", 0)),
+    )  # fmt: skip

@@ -73,6 +73,7 @@ ENTRIES: dict[str, Entry] = {
         "window": "=the live figures take the last minute",
         "fresh": "#sweep-run-button", "repeat": "#sweep-repeat", "prompts": "#sweep-prompts",
         "passages": "#v-passages", "settle": "#sweep-settle-button",
+        "concurrency": "#v-concurrency", "baseline_concurrency": "#v-baseline-concurrency",
     }),
     "breakeven": Entry("sweep-breakeven", "sweeps", {
         "contexts": "#sweep-contexts", "output": "#sweep-outputs", "text": "#sweep-types",

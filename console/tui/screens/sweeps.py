@@ -85,13 +85,16 @@ def point_series(points: list[PointSummary], x_of, y_of, scale: float = 1.0) -> 
 # The verdict form's two rows: (label, placeholder, id) of the observed figure's fields,
 # then the baseline's. "on" is what both typed figures were measured on (`--passages`):
 # the operator's own prompts (blank, "own") or the sweep's passages ("sweep").
+# "streams" is how many requests were decoding at once when the figure was read
+# (`--concurrency`, `--baseline-concurrency`): set, the pair is read through the stored
+# load run's load factor instead of the sweep's model.
 VERDICT_ROWS = (
     (("observed", "tok/s", "v-observed"), ("prompt", "tokens", "v-context"),
      ("text", "type", "v-text"), ("out", "sweep's", "v-output"), ("n", "1", "v-requests"),
-     ("on", "own", "v-passages")),
+     ("on", "own", "v-passages"), ("streams", "1", "v-concurrency")),
     (("baseline", "optional", "v-baseline"), ("prompt", "tokens", "v-baseline-context"),
      ("text", "type", "v-baseline-text"), ("out", "sweep's", "v-baseline-output"),
-     ("n", "1", "v-baseline-requests")),
+     ("n", "1", "v-baseline-requests"), ("streams", "1", "v-baseline-concurrency")),
 )  # fmt: skip
 
 

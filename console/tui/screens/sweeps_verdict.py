@@ -40,9 +40,19 @@ def model_text(model: ThroughputModel, source: str) -> Text:
     return text
 
 
+OUTCOME_STYLE = {"physics": "bold green", "not physics": "bold red"}
+
+
+def answer_text(outcome: str, lines: list[str]) -> Text:
+    """An answer's lines as the panel shows them, the headline in its outcome's style."""
+    text = Text(lines[0] + "\n", style=OUTCOME_STYLE.get(outcome, "bold"))
+    text.append("\n".join(lines[1:]))
+    return text
+
+
 def verdict_text(verdict: Judgement, source: str) -> Text:
     """The verdict as the panel shows it: the same lines `specconsole diagnose` prints."""
-    style = {"physics": "bold green", "not physics": "bold red"}.get(verdict.outcome, "bold")
+    style = OUTCOME_STYLE.get(verdict.outcome, "bold")
     text = Text()
     text.append(verdict.headline + "\n", style=style)
     for line in verdict.text().splitlines()[1:]:
@@ -53,8 +63,7 @@ def verdict_text(verdict: Judgement, source: str) -> Text:
 
 def settled_text(settled) -> Text:
     """A settling run as the panel shows it: the same lines `diagnose --settle` prints."""
-    style = {"physics": "bold green", "not physics": "bold red"}.get(
-        settled.verdict.outcome, "bold")  # fmt: skip
+    style = OUTCOME_STYLE.get(settled.verdict.outcome, "bold")
     lines = settled.text().splitlines()
     text = Text()
     text.append(lines[0] + "\n", style=style)
@@ -138,6 +147,17 @@ class VerdictPanel:
             raise ConsoleError(f"The {what} must be a number, not {text!r}.") from None
 
     def action_explain(self) -> None:
+        try:
+            streams = (
+                self._count("#v-concurrency", "number of streams"),
+                self._count("#v-baseline-concurrency", "baseline number of streams"),
+            )
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if any(n is not None for n in streams):
+            self._explain_load(streams[0] or 1, streams[1] or 1)
+            return
         if self.model is None or self.sweep is None:
             self.notify(f"No model yet: run a context sweep first ({self.key_for('sweep-run')}).",
                         severity="warning")  # fmt: skip
@@ -201,6 +221,34 @@ class VerdictPanel:
             baseline_output=b_output, baseline_requests=b_requests,
             held_out=self._held_out(),
         )  # fmt: skip
+
+    @work(group="sweep-load-verdict", exclusive=True, exit_on_error=False)
+    async def _explain_load(self, at_n: int, from_n: int) -> None:
+        """`diagnose --concurrency`: the typed pair through the stored load run's factor."""
+        from console.experiments.load import typed_load_verdict
+
+        session = self.session
+        config = session.status.config if session.status is not None else None
+        if session.service is None or config is None:
+            self.notify("No host state yet: the load factor needs the flags in force.",
+                        severity="warning")  # fmt: skip
+            return
+        try:
+            observed = self._number("#v-observed", "observed tok/s") or 0.0
+            baseline = self._number("#v-baseline", "baseline tok/s (alone, or at its streams)")
+            verdict = await typed_load_verdict(
+                session.run_store(), session.service.profile.name,
+                flags_hash(dict(config.flags)), observed=observed, at_n=at_n,
+                baseline=baseline or 0.0, from_n=from_n,
+                observed_requests=self._count("#v-requests", "request count") or 1,
+                baseline_requests=self._count("#v-baseline-requests",
+                                              "baseline request count") or 1,
+                sampling=session.service.profile.sampling,
+            )  # fmt: skip
+        except ConsoleError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.show_verdict(answer_text(verdict.outcome, verdict.lines()))
 
     def _held_out(self) -> bool:
         """`--passages`: "own" (blank) or "sweep", what the typed figures were measured on."""

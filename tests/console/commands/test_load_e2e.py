@@ -78,6 +78,18 @@ def test_load_measures_both_arms_at_every_level_and_restores_the_flags(host: str
         assert row["spec"]["commit"]["value"] > 1
         assert row["ar"]["commit"] is None or row["ar"]["commit"]["value"] == 1.0
     assert data["breakeven"]["text"].startswith("speculation ")
+    # The typed question through the run just stored: one stream's tok/s alone and among
+    # 3, the run's own figures, is never a bug; the factor holds their ratio.
+    alone, among = (row["spec"]["stream_tok_s"]["value"] for row in data["rows"])
+    typed = ("diagnose", host, "--observed", f"{among:.1f}", "--concurrency", "3",
+             "--baseline", f"{alone:.1f}", "--json")  # fmt: skip
+    greedy = _cli(*typed)  # the run was sampled at T=1: read greedy, it is refused
+    assert greedy.returncode == 1 and "measured at T=1 seed 3" in greedy.stderr, greedy.stderr
+    asked = _cli(*typed, "--temperature", "1", "--seed", "3")
+    assert asked.returncode == 0, asked.stderr
+    verdict = json.loads(asked.stdout)["load_verdict"]
+    assert verdict["outcome"] != "not physics", verdict["headline"]
+    assert verdict["factor"]["low"] <= among / alone <= verdict["factor"]["high"]
     shown = _cli("history", "show", str(data["run_id"]))
     assert shown.returncode == 0
     assert "stops paying" in shown.stdout or "pays at" in shown.stdout
