@@ -22,8 +22,8 @@ async def test_streams_read_the_pair_through_the_load_factor(
 ) -> None:
     asked: list[dict] = []
 
-    async def stored_run_verdict(store, host, flags_hash, **kw):
-        asked.append({"host": host, **kw})
+    async def stored_run_verdict(store, host, flags_hash, *, sampling, **kw):
+        asked.append({"host": host, "sampling": sampling, **kw})
         return judge_load(_run(), spec_hash="spec", source="load run 7", **kw)
 
     monkeypatch.setattr(load_experiment, "typed_load_verdict", stored_run_verdict)
@@ -38,6 +38,7 @@ async def test_streams_read_the_pair_through_the_load_factor(
         await views.settle(pilot)
         text = str(screen.query_one("#verdict").render())
         assert asked and (asked[0]["at_n"], asked[0]["from_n"]) == (4, 1)
+        assert asked[0]["sampling"].label == "greedy"  # the session's, checked against the run
         assert text.startswith("Physics: the load explains it"), text
         assert "load: one stream at concurrency 1 -> 4" in text and "load run 7" in text
         # a stream count that is no whole number is refused in one sentence, nothing asked
