@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.analysis.intervals import LEVEL, RESAMPLES, Interval, percentile
@@ -90,19 +90,52 @@ def wave_wall_s(wave: Wave) -> float:
     return max(s.t for s in wave) - min(s.t - s.latency_s for s in wave)
 
 
-def _wave_steps(wave: Wave, counted: dict[int, float]) -> float | None:
+@dataclass(frozen=True)
+class WaveCounters:
+    """What the engine's counters counted around each wave (by wave id), where the
+    replies cannot say it under load (vLLM): its requests' verify steps, and their
+    decode time summed (the decode-time histogram's sum: server-side, where a stream's
+    bursts under load make the client's clock wrong)."""
+
+    steps: dict[int, float] = field(default_factory=dict)
+    decode_s: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> WaveCounters:
+        def read(key: str) -> dict[int, float]:
+            return {int(k): float(v) for k, v in (summary.get(key) or {}).items()}
+
+        return cls(read("wave_steps"), read("wave_decode_s"))
+
+    def as_summary(self) -> dict[str, dict[str, float]]:
+        return {"wave_steps": {str(k): v for k, v in self.steps.items()},
+                "wave_decode_s": {str(k): v for k, v in self.decode_s.items()}}  # fmt: skip
+
+
+NO_COUNTERS = WaveCounters()
+
+
+def _wave_steps(wave: Wave, counted: WaveCounters) -> float | None:
     """The wave's verify steps: its replies' own, else the engine's counters around it."""
     if all(s.verify_steps for s in wave):
         return float(sum(s.verify_steps or 0 for s in wave))
-    return counted.get(wave[0].wave) if wave[0].wave is not None else None
+    return counted.steps.get(wave[0].wave) if wave[0].wave is not None else None
 
 
-def pool(waves: Sequence[Wave], wave_steps: dict[int, float] | None = None) -> Pooled:
+def _wave_seconds(wave: Wave, counted: WaveCounters) -> float:
+    """The wave's decode time summed over its requests: the counters' where they counted
+    it, else each reply's own."""
+    if wave[0].wave is not None and wave[0].wave in counted.decode_s:
+        return counted.decode_s[wave[0].wave]
+    return sum(s.decode_time_s or 0.0 for s in wave)
+
+
+def pool(waves: Sequence[Wave], counted: WaveCounters = NO_COUNTERS) -> Pooled:
     samples = [s for w in waves for s in w]
-    steps = [_wave_steps(w, wave_steps or {}) for w in waves]
+    steps = [_wave_steps(w, counted) for w in waves]
     return Pooled(
         tokens=float(sum(s.completion_tokens - 1 for s in samples)),
-        seconds=sum(s.decode_time_s or 0.0 for s in samples),
+        seconds=sum(_wave_seconds(w, counted) for w in waves),
         steps=None if None in steps else float(sum(steps)),  # type: ignore[arg-type]
         output_tokens=float(sum(s.completion_tokens for s in samples)),
         wall_s=sum(wave_wall_s(w) for w in waves),
@@ -168,14 +201,14 @@ class LoadRow:
 
 def _resampled(
     waves: Sequence[Wave], statistic: Callable[[Pooled], float | None], rng: random.Random,
-    resamples: int, level: float, wave_steps: dict[int, float],
+    resamples: int, level: float, counted: WaveCounters,
 ) -> tuple[Interval, list[float]]:  # fmt: skip
-    value = statistic(pool(waves, wave_steps))
+    value = statistic(pool(waves, counted))
     assert value is not None
     draws = []
     for _ in range(resamples):
         drawn = [waves[rng.randrange(len(waves))] for _ in waves]
-        x = statistic(pool(drawn, wave_steps))
+        x = statistic(pool(drawn, counted))
         if x is not None:
             draws.append(x)
     tail = (1 - level) / 2
@@ -185,7 +218,7 @@ def _resampled(
 
 def load_level(
     concurrency: int, samples: Sequence[RequestSample], *, rng: random.Random,
-    resamples: int = RESAMPLES, level: float = LEVEL, wave_steps: dict[int, float] | None = None,
+    resamples: int = RESAMPLES, level: float = LEVEL, counted: WaveCounters = NO_COUNTERS,
 ) -> tuple[LoadLevel, list[float]]:  # fmt: skip
     """One arm's level and its per-stream tok/s draws (the speedup resamples with them)."""
     ok = _usable(samples)
@@ -196,7 +229,6 @@ def load_level(
         )
     waves = waves_of(ok)
     seed = rng.randrange(2**32)
-    counted = wave_steps or {}
 
     def run(statistic: Callable[[Pooled], float | None]) -> tuple[Interval, list[float]]:
         # One seed for every figure of the level: the same waves are drawn for each.
@@ -317,20 +349,20 @@ def breakeven_concurrency(
 
 def load_table(
     samples: Sequence[RequestSample], *, spec_hash: str, ar_hash: str | None,
-    wave_steps: dict[int, float] | None = None, drift_sd: float = 0.0, seed: int = 0,
+    counted: WaveCounters = NO_COUNTERS, drift_sd: float = 0.0, seed: int = 0,
     resamples: int = RESAMPLES, level: float = LEVEL,
 ) -> LoadTable:  # fmt: skip
     """The table from a run's samples (the arms told apart by their flags hash, so a
     stored run recomputes from its samples alone). `drift_sd`: the SD (log scale) of the
-    host's shift between the arms' blocks, 0 where none is measured; `wave_steps`: verify
-    steps counted around each wave where the replies carry none (vLLM)."""
+    host's shift between the arms' blocks, 0 where none is measured; `counted`: what the
+    engine's counters counted around each wave where the replies cannot say (vLLM)."""
     rng = random.Random(seed)
     shifts = [rng.gauss(0.0, drift_sd) if drift_sd > 0 else 0.0 for _ in range(resamples)]
     rows, log_draws = [], []
     levels = sorted({s.concurrency for s in samples if s.flags_hash == spec_hash})
     for n in levels:
         at = [s for s in samples if s.concurrency == n]
-        kw = {"rng": rng, "resamples": resamples, "level": level, "wave_steps": wave_steps}
+        kw = {"rng": rng, "resamples": resamples, "level": level, "counted": counted}
         spec, spec_draws = load_level(n, [s for s in at if s.flags_hash == spec_hash], **kw)
         ar = speedup = None
         ar_samples = [s for s in at if ar_hash is not None and s.flags_hash == ar_hash]

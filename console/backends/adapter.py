@@ -264,6 +264,14 @@ class EngineAdapter(ABC):
         where the counters have none (the reply does: ours, SGLang)."""
         return None
 
+    def decode_seconds_between(
+        self, before: MetricsScrape | None, after: MetricsScrape | None
+    ) -> float | None:
+        """Decode time the engine's counters summed over the requests that ended between
+        two scrapes (`specconsole load`'s waves); None where the replies carry their own
+        (ours, SGLang) or the counters have none."""
+        return None
+
     @abstractmethod
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         """Tokens generated so far after one streamed event (`seen` before it)."""

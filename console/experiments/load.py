@@ -13,9 +13,10 @@ the speedup's interval.
 
 Under load, counters scraped around one request count the others' tokens too. Engines
 that report each request's decode time and verify steps in the reply (ours, SGLang) need
-nothing more; vLLM's requests are streamed (the decode time from the stream) and its
-counters are scraped around each wave instead, whose verify steps belong to the wave's
-requests together (`wave_steps`).
+nothing more; vLLM's counters are scraped around each wave instead: the verify steps and the
+decode-time histogram's sum between them belong to the wave's requests together
+(`load_table.WaveCounters`). Its streams' own clocks are not used under load: the
+stream arrives in bursts, and a rate read after the first burst overstates the decode.
 
 The arithmetic is `analysis.load_table`; `specconsole load` and the TUI's Sweeps view
 (method "load") both call this.
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from console.analysis.intervals import LEVEL, RESAMPLES
 from console.analysis.load_factor import LoadVerdict, judge_load
-from console.analysis.load_table import LoadError, LoadTable, load_table
+from console.analysis.load_table import LoadError, LoadTable, WaveCounters, load_table
 from console.analysis.noise_profile import ORDER_SHARE
 from console.analysis.records import RequestSample, RunInfo
 from console.backends import get_adapter
@@ -82,7 +83,7 @@ class LoadResult:
     flags_after: dict[str, FlagValue] | None = None
     spec_flags_hash: str = ""
     ar_flags_hash: str = ""
-    wave_steps: dict[int, float] = field(default_factory=dict)
+    counted: WaveCounters = field(default_factory=WaveCounters)
     drift_sd: float = 0.0
     drift_source: str = "no drift measured"
     seconds: float = 0.0
@@ -101,7 +102,7 @@ class LoadResult:
             "restored": self.restored,
             "spec_flags_hash": self.spec_flags_hash,
             "ar_flags_hash": self.ar_flags_hash,
-            "wave_steps": {str(k): v for k, v in self.wave_steps.items()},
+            **self.counted.as_summary(),
             "drift_sd": self.drift_sd,
             "drift_source": self.drift_source,
             "seconds": self.seconds,
@@ -120,7 +121,7 @@ def table_of(samples: Sequence[RequestSample], summary: dict[str, Any], seed: in
     return load_table(
         samples, spec_hash=summary["spec_flags_hash"],
         ar_hash=summary.get("ar_flags_hash") or None,
-        wave_steps={int(k): v for k, v in (summary.get("wave_steps") or {}).items()},
+        counted=WaveCounters.from_summary(summary),
         drift_sd=float(summary.get("drift_sd") or 0.0), seed=seed,
     )  # fmt: skip
 
@@ -171,7 +172,10 @@ async def _wave(
             after = await _scrape(session)
         steps = adapter.verify_steps_between(before, after)
         if steps:
-            result.wave_steps[wave_id] = steps
+            result.counted.steps[wave_id] = steps
+        decode = adapter.decode_seconds_between(before, after)
+        if decode:
+            result.counted.decode_s[wave_id] = decode
     waves.step()
 
 
@@ -268,7 +272,7 @@ def _tabulate(samples: Sequence[RequestSample], result: LoadResult, seed: int) -
     try:
         return load_table(
             samples, spec_hash=result.spec_flags_hash, ar_hash=result.ar_flags_hash or None,
-            wave_steps=result.wave_steps, drift_sd=result.drift_sd, seed=seed,
+            counted=result.counted, drift_sd=result.drift_sd, seed=seed,
         )  # fmt: skip
     except LoadError as exc:
         raise MeasureError(str(exc)) from None

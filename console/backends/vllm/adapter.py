@@ -138,6 +138,13 @@ class VLLMAdapter(EngineAdapter):
         delta = spec_fields.vllm_request_delta(before, after)
         return float(delta.verify_steps) if delta is not None and delta.verify_steps else None
 
+    def decode_seconds_between(
+        self, before: MetricsScrape | None, after: MetricsScrape | None
+    ) -> float | None:
+        # vllm:request_decode_time_seconds: first token to last, observed per request
+        decode = request.decode_seconds_between(before, after)
+        return decode if decode and decode > 0 else None
+
     def stream_tokens(self, data: dict[str, Any], seen: int) -> int:
         return openai.stream_tokens(data, seen)
 

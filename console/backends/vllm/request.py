@@ -27,6 +27,14 @@ def server_ttft(before: MetricsScrape | None, after: MetricsScrape | None) -> fl
     return total
 
 
+def decode_seconds_between(
+    before: MetricsScrape | None, after: MetricsScrape | None
+) -> float | None:
+    """Decode time (first token to last) summed over the requests vLLM finished between two
+    scrapes: its `request_decode_time_seconds` histogram's sum."""
+    return _delta(before, after, DECODE_TIME_SUM)
+
+
 def counters_caught_up(
     before: MetricsScrape | None, after: MetricsScrape | None, completion_tokens: int
 ) -> bool:

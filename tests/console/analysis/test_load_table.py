@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from console.analysis.load_format import table_lines
-from console.analysis.load_table import crossing, load_table, pool, waves_of
+from console.analysis.load_table import WaveCounters, crossing, load_table, pool, waves_of
 from console.analysis.records import RequestSample
 from tests.console.factories import request_sample
 
@@ -109,8 +110,33 @@ def test_verify_steps_counted_around_each_wave_give_the_commit() -> None:
     counted = {w[0].wave: len(w) * round((TOKENS - 1) / COMMIT) for w in spec_waves}
     without = load_table(samples, spec_hash="spec", ar_hash="ar")
     assert all(r.spec.commit is None for r in without.rows)
-    table = load_table(samples, spec_hash="spec", ar_hash="ar", wave_steps=counted)
+    table = load_table(samples, spec_hash="spec", ar_hash="ar",
+                       counted=WaveCounters(steps=counted))  # fmt: skip
     assert all(r.spec.commit.value == pytest.approx(COMMIT) for r in table.rows)
+
+
+def test_decode_time_counted_around_each_wave_replaces_the_streams_own_clock() -> None:
+    """vLLM under load: a stream's bursts make its own decode time wrong (here each
+    reply's is a third of the truth); the decode-time histogram's sum around each wave
+    is the wave's requests' decode time, and the per-stream rate comes from it."""
+    truth = _run(levels=(1, 2))
+    spec_waves = waves_of([s for s in truth if s.flags_hash == "spec"])
+    decode = {w[0].wave: sum(s.decode_time_s for s in w) for w in spec_waves}
+    bursty = [replace(s, decode_time_s=s.decode_time_s / 3) if s.flags_hash == "spec" else s
+              for s in truth]  # fmt: skip
+    right = load_table(truth, spec_hash="spec", ar_hash="ar")
+    wrong = load_table(bursty, spec_hash="spec", ar_hash="ar")
+    fixed = load_table(bursty, spec_hash="spec", ar_hash="ar",
+                       counted=WaveCounters(decode_s=decode))  # fmt: skip
+    for r, w, f in zip(right.rows, wrong.rows, fixed.rows, strict=True):
+        assert w.spec.stream_tok_s.value == pytest.approx(3 * r.spec.stream_tok_s.value)
+        assert f.spec.stream_tok_s.value == pytest.approx(r.spec.stream_tok_s.value)
+        assert f.speedup.value == pytest.approx(r.speedup.value)
+    # stored and read back with the run's summary, as the history recomputes it
+    again = WaveCounters.from_summary(
+        json.loads(json.dumps(WaveCounters(decode_s=decode).as_summary()))
+    )
+    assert again.decode_s == decode and again.steps == {}
 
 
 def test_the_drift_between_the_arms_widens_the_speedup_and_the_crossing() -> None:
