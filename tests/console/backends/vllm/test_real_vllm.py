@@ -406,6 +406,35 @@ def test_breakeven_restarts_without_speculation_and_restores_the_flags(vllm_tier
     print(f"breakeven ({out['seconds']:.0f} s, restored): " + "; ".join(lines))
 
 
+def test_load_at_1_and_2_streams_reads_vllms_counters_around_each_wave(vllm_tier: Tier) -> None:
+    """Two restarts (speculation off, then back). Under load vLLM's replies cannot say
+    their own verify steps or decode time; the counters around each wave can, and the
+    per-stream rate from them agrees with the aggregate: N streams cannot decode faster
+    together than N times one (the stream's own clock read 193 a stream against 939
+    aggregate at 2)."""
+    tier, name = vllm_tier, vllm_tier.name
+    done = tier.cli("load", name, "--concurrency", "1,2", "--waves", "2", "--output", "32",
+                    "--context", "128", "--timeout", str(READY_TIMEOUT), "--json",
+                    timeout=3 * READY_TIMEOUT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert out["restored"] is True and out["off_changes"] == {"speculative-config": None}
+    # every wave counted: 2 levels x 2 waves an arm, the plain arm with no verify steps
+    assert (len(out["wave_steps"]), len(out["wave_decode_s"])) == (4, 8)
+    lines = []
+    for row in out["rows"]:
+        n, spec = row["concurrency"], row["spec"]
+        stream, total = spec["stream_tok_s"]["value"], spec["aggregate_tok_s"]["value"]
+        assert total <= 1.1 * n * stream, row  # prefill and the wall clock only lower it
+        assert spec["commit"]["value"] > 1 and row["speedup"] is not None
+        lines.append(
+            f"N={n}: {stream:.0f} tok/s a stream, {total:.0f} aggregate, commit "
+            f"{spec['commit']['value']:.2f}, speedup {row['speedup']['value']:.2f}"
+        )
+    assert tier.json("status", name)["speculation"]["draft_tokens"] == 15
+    print(f"load ({out['seconds']:.0f} s, restored): " + "; ".join(lines))
+
+
 def test_set_applies_7_drafts_inside_the_config_json_and_rolls_back_to_15(
     vllm_tier: Tier,
 ) -> None:
