@@ -20,7 +20,6 @@ each with its interval from the whole model (docs/model.md).
 from __future__ import annotations
 
 import itertools
-import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -76,25 +75,6 @@ def fit_line(points: list[tuple[float, float]]) -> Line:
         r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
     rel = [abs(y - (intercept + slope * x)) / abs(y) for x, y in points if y]
     return Line(intercept, slope, n, r2, max(rel) if rel else 0.0)
-
-
-def scaled_line(shared: Line, points: list[tuple[float, float]]) -> Line:
-    """One text type's step line: the pooled line times one factor for the type.
-
-    A type's rounds may cost a fixed share more or less than another's (more tokens
-    committed per round, more cache written), but attention's growth with context is the
-    same for every text. One parameter per type, fitted from all of its contexts, instead
-    of a line of its own: two parameters from a few requests a point made the text
-    factor carry a noisy slope, and the factor's interval widened with every slow spell
-    at one of the type's points. The factor is the geometric mean of the type's step over
-    the pooled line at each of its contexts."""
-    ratios = [y / shared.at(x) for x, y in points if y > 0 and shared.at(x) > 0]
-    if not ratios:
-        return fit_line(points)
-    k = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    rel = [abs(y - k * shared.at(x)) / abs(y) for x, y in points if y]
-    return Line(shared.intercept * k, shared.slope * k, len(points), shared.r2,
-                max(rel) if rel else 0.0)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -267,7 +247,7 @@ def fit(samples: Iterable[RequestSample]) -> ThroughputModel:
         points = sorted(_pooled([s for s in ok if s.text_type == kind], x).values())
         commit[kind] = Curve(tuple((ctx, c) for ctx, c, _st in points))
         if len(points) >= 2:
-            step_by_type[kind] = scaled_line(step, [(ctx, st) for ctx, _c, st in points])
+            step_by_type[kind] = fit_line([(ctx, st) for ctx, _c, st in points])
     return ThroughputModel(
         step=step,
         commit=commit,

@@ -209,7 +209,13 @@ async def test_verdict_names_the_factor_that_moved(
     easy = max(commits, key=commits.get)
     assert commits[easy] > 1.5 * commits["random"], commits
     j = judge(sweep, at("random", 64), at(easy, 64))
-    assert j.outcome != "not physics" and j.factor("text").moved, j.text()
+    # The text factor carries the change; on a loaded host four requests a point can
+    # leave its interval across 1 (then the answer is, honestly, not enough evidence),
+    # but a model that put the change anywhere else would read it near x1.00.
+    text = j.factor("text")
+    assert j.outcome != "not physics" and text.ratio.value < 0.8, j.text()
+    assert text.moved or j.outcome == "not enough evidence", j.text()
+    assert j.factor("context").ratio.value == 1.0 and j.factor("context").exact, j.text()
     # speculation switched off by a flag: the same point far below what the model predicts.
     # (A tiny tree, budget 1 with 2-token blocks, is no test of this on a CPU: its rounds
     # get so cheap that throughput barely moves.)
