@@ -57,7 +57,13 @@ from console.analysis.verdict_records import (
     beyond_limit,
     typed_baseline,
 )
-from console.analysis.verdict_split import Split, paired, strata_everywhere, typed_only
+from console.analysis.verdict_split import (
+    Split,
+    matched_sweep,
+    paired,
+    strata_everywhere,
+    typed_only,
+)
 from console.analysis.verdict_split import draws as _draws
 from console.analysis.verdict_split import interval as _interval
 from console.analysis.verdict_split import split as _split
@@ -200,6 +206,11 @@ def judge(
     one; without a context, the shortest swept."""
     observed = _prepare(sweep, observed) or observed
     baseline = _prepare(sweep, baseline)
+    # Figures that read some of the sweep's passages are judged against the sweep's reads
+    # of those same passages: commit is then the same tokens on both sides of the model.
+    matched = matched_sweep(sweep, observed, baseline)
+    if matched is not None:
+        sweep = matched
     base = Judgement(
         "not enough evidence", "", observed, baseline, sweep_requests=len(sweep.fitted)
     )

@@ -9,10 +9,11 @@ within each passage (timing noise only).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from console.analysis.decompose import FitError, ThroughputModel, fit
 from console.analysis.intervals import Interval, passage, percentile, strata
+from console.analysis.records import RequestSample
 from console.analysis.thresholds import LEVEL
 from console.analysis.verdict_records import Observed, Sweep
 
@@ -90,6 +91,41 @@ def paired(sweep: Sweep, observed: Observed, baseline: Observed | None) -> bool:
         if {passage(s) for s in figure.requests} != swept:
             return False
     return True
+
+
+def window(sample: RequestSample) -> str:
+    """Which window of its text a request read, whatever its context: the prompt id's
+    `#k` (a sweep reads windows 0..m-1 of each text at every point)."""
+    return sample.prompt_id.rpartition("#")[2]
+
+
+def matched_sweep(sweep: Sweep, observed: Observed, baseline: Observed | None) -> Sweep | None:
+    """The sweep restricted to the windows the figures read, where each figure rests on
+    requests of its own and every passage it read is one the sweep read at its point:
+    a side that read 2 of the sweep's 6 passages shares their commit exactly with the
+    sweep's reads of those 2, but not with the other 4 (commit 4.6 to 12 between
+    passages of code at 256 on the bundled pair), so a model of all 6 put a constant
+    -22% on code -> prose at 256 that no resample could widen. None where there is
+    nothing to match (typed figures, other passages), or where the restricted sweep
+    would lose a point (the model then keeps the whole sweep and the passage term)."""
+    figures = [f for f in (observed, baseline) if f is not None]
+    if not figures or any(len(f.requests) < 2 for f in figures):
+        return None
+    swept: dict[tuple[str, int], set[str]] = {}
+    for s in sweep.fitted:
+        swept.setdefault((s.text_type, s.context_tokens), set()).add(passage(s))
+    for f in figures:
+        for s in f.requests:
+            if passage(s) not in swept.get((s.text_type, s.context_tokens), set()):
+                return None
+    windows = {window(s) for f in figures for s in f.requests}
+    if len(windows) == len({window(s) for s in sweep.fitted}):
+        return None  # the figures read every window: the sweep is already matched
+    kept = tuple(s for s in sweep.samples if window(s) in windows)
+    matched = replace(sweep, samples=kept)
+    if len(matched.groups()) < len(sweep.groups()):
+        return None
+    return matched
 
 
 def strata_everywhere(sweep: Sweep) -> bool:
