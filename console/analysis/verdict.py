@@ -470,14 +470,21 @@ def typed_verdict(
     baseline_requests: int = 1,
     seed: int = 0,
     held_out: bool = True,
+    windows: Sequence[str] | None = None,
 ) -> Judgement:
     """The verdict on typed figures ("it was 138, now it is 32"), as `diagnose --observed`
     asks it: prompt lengths as typed, outputs (the sweep's when None), and how many
     requests each figure is the median of; `held_out` (the default): measured on the
-    operator's own prompts, not the sweep's passages (`passage_spread`)."""
+    operator's own prompts, not the sweep's passages (`passage_spread`). On the sweep's
+    passages, `windows` says which the figures read; None: as `prompt --repeat N` reads
+    them, windows 0..N-1 of each figure's N requests."""
+
+    def read(n: int) -> tuple[str, ...]:
+        return tuple(windows) if windows is not None else tuple(str(i) for i in range(n))
+
     observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests,
-                                 held_out=held_out)  # fmt: skip
+                                 held_out=held_out, windows=read(requests))  # fmt: skip
     base = typed_baseline(sweep, baseline, baseline_prompt, baseline_text,
                           output=baseline_output, requests=baseline_requests,
-                          held_out=held_out)  # fmt: skip
+                          held_out=held_out, windows=read(baseline_requests))  # fmt: skip
     return judge(sweep, observed, base, seed=seed)

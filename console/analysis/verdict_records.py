@@ -79,6 +79,9 @@ class Observed:
     # (`passage_spread`), attached by the verdict. False: read as the sweep's own prompts.
     held_out: bool = False
     passages: PassageSpread | None = None
+    # A typed figure read on the sweep's own passages, by window (`prompt --repeat N`
+    # reads windows 0..N-1): the verdict judges it against the sweep's reads of those.
+    windows: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -113,14 +116,15 @@ class Observed:
         output: int | None = None,
         requests: int = 1,
         held_out: bool = True,
+        windows: Sequence[str] = (),
     ) -> Observed:
         """A typed figure at a prompt length; without `output`, the sweep's (see
         `at_decode`); `held_out`: measured on the operator's own prompts (the default),
-        not the sweep's passages."""
+        not the sweep's passages; `windows`: which of the sweep's it read, where known."""
         context = prompt + output / 2 if output is not None else prompt
         return cls(tok_s=tok_s, context=context, text_type=text_type, prompt=prompt,
                    output=output, typed_requests=max(1, requests),
-                   held_out=held_out)  # fmt: skip
+                   held_out=held_out, windows=() if held_out else tuple(windows))  # fmt: skip
 
     # The TUI's and older callers' name: `context` is the prompt length the operator typed.
     @classmethod
@@ -441,6 +445,7 @@ def typed_baseline(
     output: int | None = None,
     requests: int = 1,
     held_out: bool = True,
+    windows: Sequence[str] = (),
 ) -> Observed | None:
     """A typed baseline figure at prompt length `context`; without one, at the shortest
     swept point (where a short-prompt baseline sits); without a text type, the observed
@@ -453,7 +458,7 @@ def typed_baseline(
             low = min(fitted, key=lambda s: s.decode_context or 0)
             return Observed.typed_at(tok_s, low.context_tokens, text_type,
                                      output=low.max_tokens, requests=requests,
-                                     held_out=held_out)  # fmt: skip
+                                     held_out=held_out, windows=windows)  # fmt: skip
         context = 0.0
     return Observed.typed_at(tok_s, context, text_type, output=output, requests=requests,
-                             held_out=held_out)  # fmt: skip
+                             held_out=held_out, windows=windows)  # fmt: skip

@@ -105,26 +105,36 @@ def matched_sweep(sweep: Sweep, observed: Observed, baseline: Observed | None) -
     a side that read 2 of the sweep's 6 passages shares their commit exactly with the
     sweep's reads of those 2, but not with the other 4 (commit 4.6 to 12 between
     passages of code at 256 on the bundled pair), so a model of all 6 put a constant
-    -22% on code -> prose at 256 that no resample could widen. None where there is
-    nothing to match (typed figures, other passages), or where the restricted sweep
-    would lose a point (the model then keeps the whole sweep and the passage term)."""
+    -22% on code -> prose at 256 that no resample could widen. A typed figure says which
+    windows it read (`Observed.windows`, as `prompt --repeat N` reads 0..N-1). None where
+    there is nothing to match (typed figures on the operator's own prompts, other
+    passages), or where the restricted sweep would lose a point or leave one with a
+    single request (the model then keeps the whole sweep)."""
     figures = [f for f in (observed, baseline) if f is not None]
-    if not figures or any(len(f.requests) < 2 for f in figures):
+    if not figures:
         return None
     swept: dict[tuple[str, int], set[str]] = {}
     for s in sweep.fitted:
         swept.setdefault((s.text_type, s.context_tokens), set()).add(passage(s))
+    windows: set[str] = set()
     for f in figures:
+        if f.windows and not f.requests:  # typed, on the sweep's passages it names
+            if not set(f.windows) <= {window(s) for s in sweep.fitted}:
+                return None  # it read windows the sweep never did: held out after all
+            windows |= set(f.windows)
+            continue
+        if len(f.requests) < 2:
+            return None
         for s in f.requests:
             if passage(s) not in swept.get((s.text_type, s.context_tokens), set()):
                 return None
-    windows = {window(s) for f in figures for s in f.requests}
+        windows |= {window(s) for s in f.requests}
     if len(windows) == len({window(s) for s in sweep.fitted}):
         return None  # the figures read every window: the sweep is already matched
     kept = tuple(s for s in sweep.samples if window(s) in windows)
     matched = replace(sweep, samples=kept)
-    if len(matched.groups()) < len(sweep.groups()):
-        return None
+    if len(matched.groups()) < len(sweep.groups()) or min(map(len, matched.groups())) < 2:
+        return None  # a point lost, or left with one request: no spread to resample
     return matched
 
 

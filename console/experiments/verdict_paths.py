@@ -33,6 +33,7 @@ from console.analysis.noise_profile import NoiseProfile as Calibration
 from console.analysis.records import RequestSample, RunInfo
 from console.analysis.verdict import Sweep, typed_verdict
 from console.analysis.verdict_scoring import Trial
+from console.analysis.verdict_split import window
 from console.config import FlagValue
 from console.experiments.baseline import BaselinePlan, apply_with_baseline
 from console.experiments.calibrate import ROUNDS, calibrate
@@ -103,6 +104,7 @@ def typed_trial(
         baseline=pool(b).tok_s, baseline_prompt=scenario.before.context,
         baseline_text=scenario.before.text_type, baseline_output=b[0].max_tokens,
         baseline_requests=len(b), seed=seed, held_out=False,
+        windows=sorted({window(s) for s in (*a, *b)}),  # the sides' windows, read in rounds
     )  # fmt: skip
     return Trial(scenario.name, run, scenario.truth, j.outcome, effect, j.headline,
                  j.as_dict(), "typed", time.monotonic() - started)  # fmt: skip

@@ -11,7 +11,7 @@ import pytest
 
 from console.analysis.decompose import fit
 from console.analysis.records import RequestSample
-from console.analysis.verdict import OUTCOMES, Observed, Sweep, judge, paired
+from console.analysis.verdict import OUTCOMES, Observed, Sweep, judge, paired, typed_verdict
 
 OUTPUT = 64
 COMMIT = {"code": 3.6, "prose": 2.4}
@@ -290,7 +290,7 @@ def test_a_residual_that_holds_no_change_but_reaches_past_15_percent_is_not_phys
     assert _outcome([], (grown, text, reaching))[0] == "physics"
 
 
-def _passages(kind: str, ctx: int, commits: list[float], reads: int, rng: random.Random,
+def _windows_of(kind: str, ctx: int, commits: list[float], reads: int, rng: random.Random,
               windows=None) -> list[RequestSample]:  # fmt: skip
     """`reads` requests of each window (its commit from `commits`), timing noise 2%."""
     out = []
@@ -311,13 +311,20 @@ def test_figures_on_some_of_the_sweeps_passages_are_judged_against_those_passage
     rng = random.Random(4)
     commit = {"code": [2.0, 2.2, 3.5, 4.0, 4.5, 5.5], "prose": [4.0, 4.4, 2.0, 2.4, 2.2, 2.1]}
     sweep_samples = [s for c in (64, 512, 1024) for k in ("code", "prose")
-                     for s in _passages(k, c, commit[k], 2, rng)]  # fmt: skip
+                     for s in _windows_of(k, c, commit[k], 2, rng)]  # fmt: skip
     sweep = Sweep(tuple(sweep_samples), host="gpu1", context_limit=2048)
-    before = Observed.from_requests(_passages("code", 64, commit["code"], 3, rng, {0, 1}))
-    after = Observed.from_requests(_passages("prose", 64, commit["prose"], 3, rng, {0, 1}))
+    before = Observed.from_requests(_windows_of("code", 64, commit["code"], 3, rng, {0, 1}))
+    after = Observed.from_requests(_windows_of("prose", 64, commit["prose"], 3, rng, {0, 1}))
     j = judge(sweep, after, before)
     assert j.outcome == "physics", j.text()
     assert j.paired and abs(j.factor("residual").ratio.value - 1) < 0.05, j.text()
+    # typed as numbers, saying which of the sweep's windows they read (`prompt --repeat 2`
+    # reads windows 0 and 1): the same reading
+    typed = typed_verdict(sweep, after.tok_s, 64, "prose", output=64, requests=6,
+                          baseline=before.tok_s, baseline_prompt=64, baseline_text="code",
+                          baseline_output=64, baseline_requests=6, held_out=False,
+                          windows=["0", "1"])  # fmt: skip
+    assert typed.outcome == "physics", typed.text()
     # the same figures against a sweep of other passages keep the passage term: no claim
     elsewhere = Sweep(tuple(replace(s, prompt_id=s.prompt_id + "x") for s in sweep_samples),
                       host="gpu1", context_limit=2048)  # fmt: skip
