@@ -45,8 +45,14 @@ class LoadError(ConsoleError):
     """A level whose arm has no usable request."""
 
 
-def _usable(samples: Sequence[RequestSample]) -> list[RequestSample]:
-    return [s for s in samples if s.ok and s.decode_time_s and s.completion_tokens > 1]
+def _usable(
+    samples: Sequence[RequestSample], counted: WaveCounters | None = None
+) -> list[RequestSample]:
+    """Unflagged requests with a decode time: their own, or their wave's as the counters
+    summed it (a vLLM stream under load can arrive in one burst, leaving none of its own)."""
+    waves = counted.decode_s if counted is not None else {}
+    return [s for s in samples if s.ok and s.completion_tokens > 1
+            and (s.decode_time_s or (s.wave is not None and s.wave in waves))]  # fmt: skip
 
 
 def waves_of(samples: Sequence[RequestSample]) -> list[Wave]:
@@ -221,7 +227,7 @@ def load_level(
     resamples: int = RESAMPLES, level: float = LEVEL, counted: WaveCounters = NO_COUNTERS,
 ) -> tuple[LoadLevel, list[float]]:  # fmt: skip
     """One arm's level and its per-stream tok/s draws (the speedup resamples with them)."""
-    ok = _usable(samples)
+    ok = _usable(samples, counted)
     if not ok:
         raise LoadError(
             f"No usable request at concurrency {concurrency} (each was flagged or had no "

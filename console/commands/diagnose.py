@@ -115,6 +115,8 @@ async def _facts(session: MeasureSession, args: argparse.Namespace, needed: list
 async def cmd_diagnose(args: argparse.Namespace) -> int:
     async def body(service: EngineService) -> int:
         session = measure_session(service, args)
+        if args.concurrency is not None:  # the load factor's question needs no context
+            return await _load_question(session, args)
         live: LiveWindow | None = None
         if args.observed is None:
             live = await stored_live_window(session.store, service.profile.name, args.window)
@@ -122,8 +124,6 @@ async def cmd_diagnose(args: argparse.Namespace) -> int:
             raise MeasureError("Pass --context (the prompt length, in tokens, of the figure).")
         if args.settle:
             return await run_settle(session, args)
-        if args.concurrency is not None:
-            return await _load_question(session, args)
         # With live figures the text is inferred unless given; these are only what the
         # sweep must cover.
         text = args.text or "prose"

@@ -95,6 +95,7 @@ def live_sample(i: int = 0, **changes: Any) -> LiveSample:
         "note": f"point {i}",
         "spec_source": "vllm:spec_decode counters",
         "per_position": [0.9, 0.75, 0.5],
+        "batch": 1.5,
     }
     values.update(changes)
     return LiveSample(**values)

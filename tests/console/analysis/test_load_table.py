@@ -132,6 +132,13 @@ def test_decode_time_counted_around_each_wave_replaces_the_streams_own_clock() -
         assert w.spec.stream_tok_s.value == pytest.approx(3 * r.spec.stream_tok_s.value)
         assert f.spec.stream_tok_s.value == pytest.approx(r.spec.stream_tok_s.value)
         assert f.speedup.value == pytest.approx(r.speedup.value)
+    # a stream that arrived in one burst has no decode time of its own: its wave's counts
+    burst = [replace(s, decode_time_s=None) if s.flags_hash == "spec" else s for s in truth]
+    counted = load_table(burst, spec_hash="spec", ar_hash="ar",
+                         counted=WaveCounters(decode_s=decode))  # fmt: skip
+    assert [r.spec.stream_tok_s.value for r in counted.rows] == pytest.approx(
+        [r.spec.stream_tok_s.value for r in right.rows]
+    )
     # stored and read back with the run's summary, as the history recomputes it
     again = WaveCounters.from_summary(
         json.loads(json.dumps(WaveCounters(decode_s=decode).as_summary()))
