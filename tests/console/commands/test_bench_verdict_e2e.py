@@ -67,7 +67,10 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
         typed = t.judgement.get("typed", t.judgement)
         assert typed["observed"]["held_out"] is True, typed
         if "settled" in t.judgement:
-            assert typed["outcome"] == "not enough evidence"
+            # offered where passages leave the answer open, or carry a "not physics"
+            assert typed["outcome"] in ("not enough evidence", "not physics"), typed
+            if typed["outcome"] == "not physics":
+                assert "confirm it on the same passages" in typed["headline"], typed
             assert t.judgement["settled"]["plan"]["passages"] >= 2
     for t in result.trials:
         assert t.outcome in ("physics", "not physics", "not enough evidence")
