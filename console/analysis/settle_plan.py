@@ -66,12 +66,17 @@ class SettlePlan:
         cls, host: str, observed: Observed, baseline: Observed | None, limit: int | None
     ) -> SettlePlan | None:
         """The plan for typed figures; None when either is not typed (nothing to settle
-        by measuring: a stored run is already a measurement)."""
+        by measuring: a stored run is already a measurement), or when both are at one
+        point: what changed between them is in the past, and reading the point twice now
+        can only measure today's engine against itself."""
         obs = _typed(observed, None)
         if obs is None:
             return None
         base = _typed(baseline, obs.text_type) if baseline is not None else None
         if baseline is not None and base is None:
+            return None
+        if base is not None and (base.prompt, base.text_type, base.output) == (
+                obs.prompt, obs.text_type, obs.output):  # fmt: skip
             return None
         for f in (obs, base):
             if f is not None and limit is not None and f.prompt + obs.output > limit:

@@ -38,7 +38,8 @@ restart, up to `MAX_BLOCKS` a side) spends that 1% over its looks with an
 O'Brien-Fleming-type function (`sequential`: at four equal looks z 5.49, 3.80, 3.04,
 2.60 for one row), so the chance of a false change over all its looks is at most 1%; a
 settled typed figure is checked against its measured point at 99% (two checks a settle,
-about 1% false alarms each). Each answer is read by one function (`answer`).
+about 1% false alarms each), and so is a baseline against the model's prediction for it
+(a check that refuses an answer). Each answer is read by one function (`answer`).
 """
 
 from __future__ import annotations

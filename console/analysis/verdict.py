@@ -43,7 +43,7 @@ from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import passage_spread
 from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
-from console.analysis.thresholds import EDGE, MATTERS, TYPE_TOL
+from console.analysis.thresholds import CHECK_LEVEL, EDGE, MATTERS, TYPE_TOL
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_outcome import decide, passage_led
 from console.analysis.verdict_records import (
@@ -59,6 +59,7 @@ from console.analysis.verdict_records import (
 )
 from console.analysis.verdict_split import (
     Split,
+    check_same_prompts,
     matched_sweep,
     paired,
     strata_everywhere,
@@ -162,18 +163,19 @@ def _baseline_check(
     point: Split,
     draws: list[Split],
 ) -> FactorRange | None:
-    """The baseline against the model's own prediction for it: a sweep of another engine
-    (other flags, a stale sweep) explains nothing about this baseline."""
+    """The baseline against the model's own prediction for it (a sweep of another engine
+    explains nothing about it), at the 99% of the checks that refuse an answer."""
     if baseline is None or point.baseline_ratio is None:
         return None
     ratios = [d.baseline_ratio for d in draws if d.baseline_ratio is not None]
     detail = (f"baseline {baseline.tok_s:.1f} vs the model's "
               f"{model.predict(b_ctx, b_kind):.1f} tok/s")  # fmt: skip
-    return FactorRange("baseline", _interval(point.baseline_ratio, ratios), detail)
+    return FactorRange("baseline", _interval(point.baseline_ratio, ratios, CHECK_LEVEL), detail)
 
 
-def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
-    """What makes any answer a guess, whatever the residual says."""
+def _hard_gaps(sweep: Sweep, check: FactorRange | None, exact: bool = False) -> list[str]:
+    """What makes any answer a guess, whatever the residual says (a model that does not
+    describe the baseline only where the answer uses it: not `exact`, both factors 1)."""
     reasons = []
     thin = min((len(g) for g in sweep.groups()), default=0)
     if thin < MIN_PER_POINT:
@@ -181,7 +183,7 @@ def _hard_gaps(sweep: Sweep, check: FactorRange | None) -> list[str]:
             f"a sweep point rests on {thin} request (at least {MIN_PER_POINT} give a spread "
             "to resample); sweep again with --repeat 3"
         )
-    if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS):
+    if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS) and not exact:
         reasons.append(
             f"the baseline is {check.text()} off the model's own prediction for it: the "
             "sweep does not describe the baseline (other flags, or the host's load drifted "
@@ -259,7 +261,8 @@ def judge(
         return _refuse(base, [reason], sweep, [Reach.of(f) for f in bare],
                        kinds or sorted(model.commit), again=True)  # fmt: skip
     spreadless = [f for f in figures
-                  if f.is_typed and f.held_out and f.text_type and f.passages is None]  # fmt: skip
+                  if f.is_typed and f.held_out and not f.same_prompts and f.text_type
+                  and f.passages is None]  # fmt: skip
     if spreadless:
         f = spreadless[0]
         reason = (f"{f.tok_s:.1f} tok/s was measured on your own prompts, and the sweep read "
@@ -413,9 +416,8 @@ def _one(
     check = _baseline_check(model, baseline, b_ctx, b_text, point, draws)
     expected = _interval(point.expected, [d.expected for d in draws])
     lines = words.arithmetic(model, observed, baseline, text, b_ctx, b_text, factors, expected)
-    if by_passage:
-        lines.append("paired by passage: the figures read the sweep's passages, so intervals "
-                     "resample timing within each passage")  # fmt: skip
+    if by_passage or observed.same_prompts:
+        lines.append(words.PAIRED_LINE if by_passage else words.SAME_PROMPTS_LINE)
     elif words.held_out(observed, baseline):
         lines.append(words.held_out_line(observed, baseline))
     elif sweep_by_passage and strata_everywhere(sweep):
@@ -437,21 +439,21 @@ def _one(
                              "context and text explain", exact)  # fmt: skip
         lines.append(f"commit residual: {commit.text()} ({commit.detail})")
     drift = Z95 * math.hypot(observed.drift_log_sd, baseline.drift_log_sd if baseline else 0.0)
-    passages = Z95 * math.hypot(observed.passage_log_sd(),
-                                baseline.passage_log_sd() if baseline else 0.0)  # fmt: skip
+    # The same prompts re-sent share one passage effect: it cancels in the residual.
+    passages = 0.0 if observed.same_prompts else Z95 * math.hypot(
+        observed.passage_log_sd(), baseline.passage_log_sd() if baseline else 0.0)  # fmt: skip
     plan = SettlePlan.for_figures(sweep.host, observed, baseline, sweep.context_limit)
-    outcome, reasons = decide(_hard_gaps(sweep, check), factors, commit, drift,
-                                passages, plan.command() if plan else None)  # fmt: skip
-    # Settling is offered wherever passages leave the answer open or carry it: an open
-    # answer it decides, a "not physics" it confirms before the operator hunts a bug.
-    offered = outcome == "not enough evidence" or (
-        outcome == "not physics" and passage_led(factors[2], passages, drift)
-    )
-    settle = plan if passages > 0 and offered else None
+    how = words.confirm_how(plan, observed, baseline)
+    outcome, reasons = decide(_hard_gaps(sweep, check, all(f.exact for f in factors[:2])),
+                              factors, commit, drift, passages, how)  # fmt: skip
+    # Settling decides an open answer and confirms a passage-led "not physics".
+    led = outcome != "physics" and passages > 0 and passage_led(factors[2], passages, drift)
+    settle = plan if passages > 0 and (outcome == "not enough evidence" or led) else None
     j = replace(base, outcome=outcome, text_type=text, text_inferred=inferred,
                 expected=expected, factors=factors, baseline_check=check, lines=tuple(lines),
                 reasons=tuple(reasons), commit_check=commit, paired=by_passage,
-                settle=settle, offer=settle.command() if settle else base.offer)  # fmt: skip
+                settle=settle, offer=settle.command() if settle else base.offer,
+                confirm=how if led else "")  # fmt: skip
     return replace(j, headline=words.headline(j))
 
 
@@ -471,20 +473,28 @@ def typed_verdict(
     seed: int = 0,
     held_out: bool = True,
     windows: Sequence[str] | None = None,
+    same_prompts: bool = False,
 ) -> Judgement:
     """The verdict on typed figures ("it was 138, now it is 32"), as `diagnose --observed`
     asks it: prompt lengths as typed, outputs (the sweep's when None), and how many
     requests each figure is the median of; `held_out` (the default): measured on the
     operator's own prompts, not the sweep's passages (`passage_spread`). On the sweep's
     passages, `windows` says which the figures read; None: as `prompt --repeat N` reads
-    them, windows 0..N-1 of each figure's N requests."""
+    them, windows 0..N-1 of each figure's N requests. `same_prompts`: held out, but both
+    figures read the same prompts at the same point (the operator re-sent them): paired,
+    so the spread between passages cancels (`check_same_prompts`)."""
+    if same_prompts:
+        check_same_prompts(prompt, text_type, output, requests, baseline, baseline_prompt,
+                           baseline_text, baseline_output, baseline_requests)  # fmt: skip
 
     def read(n: int) -> tuple[str, ...]:
         return tuple(windows) if windows is not None else tuple(str(i) for i in range(n))
 
     observed = Observed.typed_at(tok_s, prompt, text_type, output=output, requests=requests,
-                                 held_out=held_out, windows=read(requests))  # fmt: skip
+                                 held_out=held_out, windows=read(requests),
+                                 same_prompts=same_prompts)  # fmt: skip
     base = typed_baseline(sweep, baseline, baseline_prompt, baseline_text,
                           output=baseline_output, requests=baseline_requests,
-                          held_out=held_out, windows=read(baseline_requests))  # fmt: skip
+                          held_out=held_out, windows=read(baseline_requests),
+                          same_prompts=same_prompts)  # fmt: skip
     return judge(sweep, observed, base, seed=seed)

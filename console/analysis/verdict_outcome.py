@@ -35,7 +35,7 @@ def decide(
     commit: FactorRange | None = None,
     drift: float = 0.0,
     passages: float = 0.0,
-    settle: str | None = None,
+    settle: str = "",
 ) -> tuple[Outcome, list[str]]:
     """Not physics only when the residual's interval (of tok/s, or of commit length alone)
     excludes no change and the residual is big enough to matter; physics only when the
@@ -46,7 +46,7 @@ def decide(
     it is most of the residual's width, the advice says so (more requests cannot narrow
     it; one comparison that reads both sides together can). `passages`: the same for the
     passage term of figures on the operator's own prompts; where it is most of the width,
-    the advice is `settle`, the measurement that reads both points on the same passages."""
+    the advice is `settle`, how to read the figures on the same passages."""
     residual = factors[2]
     r = residual.ratio
     if hard:
@@ -74,8 +74,8 @@ def decide(
             return "not enough evidence", [
                 f"{wide}; most of it is how far passages of a text differ "
                 f"(± {math.expm1(passages):.0%} between your prompts and the sweep's), "
-                "which more requests do not narrow: measure both points on the same "
-                f"passages{f' (`{settle}`)' if settle else ''}"
+                "which more requests do not narrow: measure both figures on the same "
+                f"passages{f' ({settle})' if settle else ''}"
             ]
         if drift >= 0.5 * math.log1p(r.rel_half_width):
             return "not enough evidence", [

@@ -79,6 +79,9 @@ class Observed:
     # (`passage_spread`), attached by the verdict. False: read as the sweep's own prompts.
     held_out: bool = False
     passages: PassageSpread | None = None
+    # Held out, but re-sent on the baseline's own prompts at the same point: the two
+    # figures share their passages, so the passage term cancels between them (paired).
+    same_prompts: bool = False
     # A typed figure read on the sweep's own passages, by window (`prompt --repeat N`
     # reads windows 0..N-1): the verdict judges it against the sweep's reads of those.
     windows: tuple[str, ...] = ()
@@ -96,6 +99,13 @@ class Observed:
         if self.noise is not None and self.noise.drift:
             return self.noise.drift / Z95 / math.sqrt(2.0)
         return 0.0
+
+    def at_same_point(self, other: Observed) -> bool:
+        """Typed at the same prompt, output and text as `other` (a text left out is the
+        other's, as the verdict reads a baseline without one)."""
+        kind = self.text_type or other.text_type
+        return (self.prompt, self.output, kind) == (
+            other.prompt, other.output, other.text_type or kind)  # fmt: skip
 
     @property
     def is_typed(self) -> bool:
@@ -117,14 +127,17 @@ class Observed:
         requests: int = 1,
         held_out: bool = True,
         windows: Sequence[str] = (),
+        same_prompts: bool = False,
     ) -> Observed:
         """A typed figure at a prompt length; without `output`, the sweep's (see
         `at_decode`); `held_out`: measured on the operator's own prompts (the default),
-        not the sweep's passages; `windows`: which of the sweep's it read, where known."""
+        not the sweep's passages; `windows`: which of the sweep's it read, where known;
+        `same_prompts`: held out, on the same prompts as the figure it is compared with."""
         context = prompt + output / 2 if output is not None else prompt
         return cls(tok_s=tok_s, context=context, text_type=text_type, prompt=prompt,
                    output=output, typed_requests=max(1, requests),
-                   held_out=held_out, windows=() if held_out else tuple(windows))  # fmt: skip
+                   held_out=held_out, windows=() if held_out else tuple(windows),
+                   same_prompts=held_out and same_prompts)  # fmt: skip
 
     # The TUI's and older callers' name: `context` is the prompt length the operator typed.
     @classmethod
@@ -168,11 +181,12 @@ class Observed:
         return replace(self, output=output, context=self.prompt + output / 2, follows_sweep=True)
 
     def resample(
-        self, rng: random.Random, *, by_passage: bool = False
+        self, rng: random.Random, *, by_passage: bool = False, passage_shift: float | None = None
     ) -> tuple[float, float | None]:
         """(tok/s, commit) of one bootstrap draw of the samples behind this figure;
         `by_passage`: within each passage it read (see `verdict.paired`); a typed figure
-        is divided by a draw of its noise."""
+        is divided by a draw of its noise, and of its passage term unless `passage_shift`
+        gives the one it shares with the figure it is compared with."""
         shift = math.exp(rng.gauss(0.0, self.drift_sd)) if self.drift_sd > 0 else 1.0
         layers = strata(self.requests, passage) if by_passage else None
         if layers is not None:
@@ -188,7 +202,10 @@ class Observed:
         if self.noise is not None:
             ratio = self.noise.draw(rng, self.typed_requests)
             if self.passages is not None:  # each typed request read a passage of its own
-                ratio *= math.exp(self.passages.draw(rng, self.typed_requests))
+                shift = passage_shift
+                if shift is None:
+                    shift = self.passages.draw(rng, self.typed_requests)
+                ratio *= math.exp(shift)
             return self.tok_s / ratio, self.commit
         return self.tok_s, self.commit
 
@@ -229,6 +246,7 @@ class Observed:
             "drift_sd": self.drift_sd,
             "typed_requests": self.typed_requests if self.is_typed else None,
             "held_out": self.held_out if self.is_typed else None,
+            "same_prompts": self.same_prompts if self.is_typed else None,
             "passage_spread": self.passages.as_dict() if self.passages else None,
         }
 
@@ -305,6 +323,9 @@ class Judgement:
     offer_output: int | None = None  # the output length the offered sweep uses
     # the measurement that settles a verdict the passage term left open (`settle_plan`)
     settle: SettlePlan | None = None
+    # where the passage term leaves the answer open or carries a "not physics": how to
+    # read the figures on the same passages (the settling run, or the baseline's prompts)
+    confirm: str = ""
 
     def factor(self, name: str) -> FactorRange | None:
         return next((f for f in self.factors if f.name == name), None)
@@ -334,6 +355,7 @@ class Judgement:
             "sweep_requests": self.sweep_requests,
             "paired": self.paired,
             "settle": self.settle.as_dict() if self.settle else None,
+            "confirm": self.confirm or None,
         }
 
     def text(self) -> str:
@@ -446,6 +468,7 @@ def typed_baseline(
     requests: int = 1,
     held_out: bool = True,
     windows: Sequence[str] = (),
+    same_prompts: bool = False,
 ) -> Observed | None:
     """A typed baseline figure at prompt length `context`; without one, at the shortest
     swept point (where a short-prompt baseline sits); without a text type, the observed
@@ -458,7 +481,9 @@ def typed_baseline(
             low = min(fitted, key=lambda s: s.decode_context or 0)
             return Observed.typed_at(tok_s, low.context_tokens, text_type,
                                      output=low.max_tokens, requests=requests,
-                                     held_out=held_out, windows=windows)  # fmt: skip
+                                     held_out=held_out, windows=windows,
+                                     same_prompts=same_prompts)  # fmt: skip
         context = 0.0
     return Observed.typed_at(tok_s, context, text_type, output=output, requests=requests,
-                             held_out=held_out, windows=windows)  # fmt: skip
+                             held_out=held_out, windows=windows,
+                             same_prompts=same_prompts)  # fmt: skip

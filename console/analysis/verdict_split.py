@@ -16,6 +16,7 @@ from console.analysis.intervals import Interval, passage, percentile, strata
 from console.analysis.records import RequestSample
 from console.analysis.thresholds import LEVEL
 from console.analysis.verdict_records import Observed, Sweep
+from console.errors import ConsoleError
 
 
 @dataclass(frozen=True)
@@ -190,9 +191,13 @@ def draws(
         drawn = [s for g in groups for layer in g for s in rng.choices(layer, k=len(layer))]
         try:
             model = fit(drawn)
-            obs, obs_c = observed.resample(rng, by_passage=by_passage)
+            # the same prompts re-sent: one passage effect for both figures, which then
+            # cancels in the residual and stays in the baseline's check against the model
+            shared = (observed.passages.draw(rng, observed.typed_requests)
+                      if observed.same_prompts and observed.passages else None)  # fmt: skip
+            obs, obs_c = observed.resample(rng, by_passage=by_passage, passage_shift=shared)
             base, base_c = (
-                baseline.resample(rng, by_passage=by_passage)
+                baseline.resample(rng, by_passage=by_passage, passage_shift=shared)
                 if baseline is not None
                 else (None, None)
             )
@@ -201,3 +206,29 @@ def draws(
         except (FitError, ZeroDivisionError):
             continue
     return out
+
+
+def check_same_prompts(
+    prompt: float,
+    text_type: str | None,
+    output: int | None,
+    requests: int,
+    baseline: float | None,
+    baseline_prompt: float | None,
+    baseline_text: str | None,
+    baseline_output: int | None,
+    baseline_requests: int,
+) -> None:
+    """Refuses "the same prompts" where the two figures cannot have read them: a figure on
+    re-sent prompts shares its passages with the baseline only at the same prompt length,
+    text, output and number of prompts (elsewhere they are other passages)."""
+    if baseline is None:
+        raise ConsoleError("--passages same compares two figures: give the --baseline too.")
+    same = (baseline_prompt == prompt and (baseline_text or text_type) == text_type
+            and baseline_output == output and baseline_requests == requests)  # fmt: skip
+    if not same:
+        raise ConsoleError(
+            "--passages same needs both figures at the same prompt length, text, output and "
+            "request count (the same prompts re-sent); prompts at another point are other "
+            "passages: leave it at own."
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from console.analysis.answer import far, reaches_past_wide
 from console.analysis.decompose import ThroughputModel
 from console.analysis.intervals import Interval
+from console.analysis.settle_plan import SettlePlan
 from console.analysis.thresholds import MATTERS
 from console.analysis.verdict_records import FactorRange, Judgement, Observed
 
@@ -34,11 +35,11 @@ def headline(j: Judgement, matters: float = MATTERS) -> str:
             "and text explain (tok/s residual "
             f"{residual.text()}): the drafter or a flag changed; worth a bug hunt."
         )
-    if j.outcome == "not physics" and j.settle is not None:
+    if j.outcome == "not physics" and j.confirm:
         return (
             f"Not physics: {change(j)} is {residual.text()} off what context and text "
             "explain, but most of that interval is how far passages of a text differ: "
-            f"confirm it on the same passages before a bug hunt (`{j.settle.command()}`)."
+            f"confirm it on the same passages before a bug hunt ({j.confirm})."
         )
     if j.outcome == "not physics":
         return (
@@ -135,6 +136,29 @@ def rests_on(o: Observed) -> str:
     if o.n == 1:
         return f"one {what}, nothing to resample"
     return f"{o.n} {what}s, resampled"
+
+
+PAIRED_LINE = ("paired by passage: the figures read the sweep's passages, so intervals "
+               "resample timing within each passage")  # fmt: skip
+SAME_PROMPTS_LINE = (
+    "paired by prompt: both typed figures read the same prompts at the same point "
+    "(--passages same), so the spread between passages cancels; intervals hold timing "
+    "noise and the host's drift between the two"
+)
+
+
+def confirm_how(plan: SettlePlan | None, observed: Observed, baseline: Observed | None) -> str:
+    """How to read the figures on the same passages, as the advice names it: the settling
+    run where there is one; at one point, the baseline's own prompts again (measuring the
+    point twice now would say nothing about what changed since the baseline)."""
+    if plan is not None:
+        return f"`{plan.command()}`"
+    if baseline is not None and observed.at_same_point(baseline):
+        return (
+            "send the baseline's own prompts again and read the pair with --passages "
+            "same; for a flag change, `set --baseline` reads both on the same passages"
+        )
+    return ""
 
 
 def held_out(observed: Observed, baseline: Observed | None) -> bool:

@@ -184,7 +184,7 @@ def typed_or_live_verdict(
         requests=args.observed_requests, baseline=args.baseline,
         baseline_prompt=args.baseline_context, baseline_text=args.baseline_text,
         baseline_output=args.baseline_output, baseline_requests=args.baseline_requests,
-        held_out=args.passages == "own",
+        held_out=args.passages != "sweep", same_prompts=args.passages == "same",
     )  # fmt: skip
 
 
@@ -201,6 +201,13 @@ def settle_plan(args: argparse.Namespace, host: str) -> SettlePlan:
         baseline = TypedFigure(args.baseline, round(args.baseline_context),
                                args.baseline_text or text, args.baseline_output or output,
                                args.baseline_requests)  # fmt: skip
+        if (baseline.prompt, baseline.text_type, baseline.output) == (
+                observed.prompt, observed.text_type, observed.output):  # fmt: skip
+            raise MeasureError(
+                "Both figures are at one point, so measuring it now cannot say what changed "
+                "since the baseline: send the baseline's own prompts again and read the pair "
+                "with --passages same, or compare flags with `set --baseline`."
+            )
     return SettlePlan(host, observed, baseline)
 
 
@@ -314,9 +321,11 @@ def register(host_command: HostCommand) -> None:
     p.add_argument("--window", type=float, default=60.0, help="seconds of live series to use")
     p.add_argument("--fresh", action="store_true", help="sweep again even if a stored sweep fits")
     p.add_argument(
-        "--passages", choices=("own", "sweep"), default="own",
+        "--passages", choices=("own", "same", "sweep"), default="own",
         help="what the typed figures were measured on: your own prompts (default: the "
-        "spread between passages is in every interval) or the sweep's own passages",
+        "spread between passages is in every interval), the same prompts of your own "
+        "re-sent for both figures at one point (paired: the spread cancels), or the "
+        "sweep's own passages",
     )  # fmt: skip
     p.add_argument(
         "--settle", action="store_true",

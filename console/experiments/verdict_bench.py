@@ -452,7 +452,9 @@ def _own_slot(bench: _Bench, s: Scenario, run: int, side: str) -> list[int] | No
     """The windows of the operator's own figure at a side, where `typed-own` is asked."""
     if TYPED_OWN not in s.paths or TYPED_OWN not in bench.paths:
         return None
-    slot = 2 * bench.chosen.index(s) + (side == "after")
+    # At one point the operator re-sends their own prompts (`--passages same`): both
+    # sides read the same windows; across points the prompts are other passages.
+    slot = 2 * bench.chosen.index(s) + (side == "after" and s.before != s.after)
     return own_windows(run, slot)
 
 

@@ -110,6 +110,11 @@ def typed_trial(
                  j.as_dict(), "typed", time.monotonic() - started)  # fmt: skip
 
 
+def same_prompts(before: Sequence[RequestSample], after: Sequence[RequestSample]) -> bool:
+    """Whether the two own figures re-sent the same prompts (`--passages same`)."""
+    return sorted(s.prompt_id for s in before) == sorted(s.prompt_id for s in after)
+
+
 async def typed_own_trial(
     scenario: Any,
     run: int,
@@ -122,7 +127,8 @@ async def typed_own_trial(
 ) -> Trial:
     """What `diagnose --observed B --baseline A` says on the operator's own figures `own`
     (before, after), and, where it offers one, what the settling run it offers says: the
-    operator's next command. `effect` is the scenario's true effect as the paired sides
+    operator's next command; at one point the operator re-sent the same prompts and says
+    so (`--passages same`). `effect` is the scenario's true effect as the paired sides
     measured it (the own figures' gap holds their passages' spread too)."""
     started = time.monotonic()
     before, after = own
@@ -134,6 +140,7 @@ async def typed_own_trial(
         output=after[0].max_tokens, requests=len(after), baseline=b,
         baseline_prompt=scenario.before.context, baseline_text=scenario.before.text_type,
         baseline_output=before[0].max_tokens, baseline_requests=len(before), seed=seed,
+        same_prompts=same_prompts(before, after),
     )  # fmt: skip
     outcome, headline, record = j.outcome, j.headline, j.as_dict()
     if j.settle is not None:

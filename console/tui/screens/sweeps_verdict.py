@@ -219,7 +219,7 @@ class VerdictPanel:
             requests=self._count("#v-requests", "request count") or 1,
             baseline=baseline, baseline_prompt=b_context, baseline_text=b_text,
             baseline_output=b_output, baseline_requests=b_requests,
-            held_out=self._held_out(),
+            held_out=self._passages() != "sweep", same_prompts=self._passages() == "same",
         )  # fmt: skip
 
     @work(group="sweep-load-verdict", exclusive=True, exit_on_error=False)
@@ -250,15 +250,17 @@ class VerdictPanel:
             return
         self.show_verdict(answer_text(verdict.outcome, verdict.lines()))
 
-    def _held_out(self) -> bool:
-        """`--passages`: "own" (blank) or "sweep", what the typed figures were measured on."""
+    def _passages(self) -> str:
+        """`--passages`: what the typed figures were measured on, "own" (blank), "same"
+        (your prompts, re-sent for both) or "sweep"."""
         value = self.query_one("#v-passages", Input).value.strip().lower() or "own"
-        if value not in ("own", "sweep"):
+        if value not in ("own", "same", "sweep"):
             raise ConsoleError(
-                f"'on' says what the figures were measured on: own (your prompts) or sweep "
-                f"(the sweep's passages), not {value!r}."
+                f"'on' says what the figures were measured on: own (your prompts), same "
+                f"(your prompts re-sent for both) or sweep (the sweep's passages), not "
+                f"{value!r}."
             )
-        return value == "own"
+        return value
 
     # -- settle ---------------------------------------------------------------------
 

@@ -181,16 +181,76 @@ def test_the_settle_command_is_the_diagnose_commands_own() -> None:
 
 
 def test_a_not_physics_resting_on_the_passage_term_offers_the_settling_run() -> None:
-    # 3x at one point from own prompts: outside the model's band for unseen passages,
-    # yet a band one null in twenty leaves: the answer says so and names the run that
-    # confirms it before the operator hunts a bug.
+    # 5x across two points from own prompts: outside the model's band for unseen
+    # passages, yet a band one null in twenty leaves: the answer says so and names the run
+    # that confirms it before the operator hunts a bug.
+    s = population_sweep(seed=1, passages=range(6))
+    a = own_figure("code", 256, 40, random.Random(3))
+    b = own_figure("code", 1800, 60, random.Random(4))
+    j = judge(s, Observed.typed_at(b / 5, 1800, "code", output=OUTPUT, requests=3),
+              typed_baseline(s, a, 256, "code", output=OUTPUT, requests=3))  # fmt: skip
+    assert j.outcome == "not physics", j.text()
+    assert j.settle is not None and j.offer == j.settle.command(), j.text()
+    assert "confirm it on the same passages" in j.headline and j.offer in j.headline
+
+
+def test_at_one_point_the_confirmation_is_the_baselines_prompts_not_a_settling_run() -> None:
+    # Both figures at one point: what changed between them is in the past, so measuring
+    # the point twice now would measure today's engine against itself. The answer names
+    # the baseline's own prompts re-sent (`--passages same`) instead.
     s = population_sweep(seed=1, passages=range(6))
     a = own_figure("code", 1000, 40, random.Random(3))
     j = judge(s, Observed.typed_at(3 * a, 1000, "code", output=OUTPUT, requests=3),
               typed_baseline(s, a, 1000, "code", output=OUTPUT, requests=3))  # fmt: skip
     assert j.outcome == "not physics", j.text()
-    assert j.settle is not None and j.offer == j.settle.command(), j.text()
-    assert "confirm it on the same passages" in j.headline and j.offer in j.headline
+    assert j.settle is None and "--passages same" in j.headline, j.text()
+    assert "confirm it on the same passages" in j.headline
+
+
+def _resent(kind: str, prompt: int, first: int, seed: int, slower: float = 1.0,
+            n: int = 3) -> tuple[float, float]:  # fmt: skip
+    """The operator's own `n` prompts at one point, measured before and again after an
+    engine change that makes every step `slower` (1: nothing changed)."""
+    rng = random.Random(seed)
+    before = own_figure(kind, prompt, first, rng, n)
+    again = sorted(reads(kind, prompt, first + i, 1, rng)[0].decode_tok_s / slower
+                   for i in range(n))  # fmt: skip
+    return before, again[n // 2]
+
+
+def test_the_same_prompts_resent_at_one_point_drop_the_passage_term() -> None:
+    # A step-time regression of 30% (tok/s -23%) typed from the operator's own prompts:
+    # read as other passages, the 3x spread between passages hides it; read as the same
+    # prompts re-sent, the spread cancels and it is "not physics" every time.
+    for seed in range(10):
+        s = population_sweep(seed=seed, passages=range(6))
+        a, b = _resent("code", 1000, 40 + 7 * seed, 200 + seed, slower=1.3)
+        figures = dict(output=OUTPUT, requests=3)
+        own = judge(s, Observed.typed_at(b, 1000, "code", **figures),
+                    typed_baseline(s, a, 1000, "code", **figures))  # fmt: skip
+        assert own.outcome != "not physics" or own.confirm, own.text()
+        same = judge(s, Observed.typed_at(b, 1000, "code", **figures, same_prompts=True),
+                     typed_baseline(s, a, 1000, "code", **figures, same_prompts=True))  # fmt: skip
+        assert same.outcome == "not physics", same.text()
+        # one passage effect shared: gone from the residual, kept in the baseline's check
+        # against the model (the operator's prompts are not the sweep's)
+        check = same.baseline_check.ratio
+        assert check.rel_half_width > 2 * same.factor("residual").ratio.rel_half_width
+        assert any("paired by prompt" in line for line in same.lines), same.text()
+        assert same.settle is None and not same.confirm
+        assert same.factor("residual").ratio.rel_half_width < 0.5 * own.factor(
+            "residual").ratio.rel_half_width  # fmt: skip
+
+
+def test_the_same_prompts_resent_on_an_unchanged_engine_are_never_not_physics() -> None:
+    for seed in range(20):
+        s = population_sweep(seed=seed, passages=range(6))
+        a, b = _resent("prose", 1000, 40 + 7 * seed, 500 + seed)
+        j = judge(s, Observed.typed_at(b, 1000, "prose", output=OUTPUT, requests=3,
+                                       same_prompts=True),
+                  typed_baseline(s, a, 1000, "prose", output=OUTPUT, requests=3,
+                                 same_prompts=True))  # fmt: skip
+        assert j.outcome != "not physics", j.text()
 
 
 def test_a_not_physics_on_the_sweeps_own_passages_goes_straight_to_the_bug_hunt() -> None:

@@ -66,6 +66,9 @@ async def test_one_run_of_two_scenarios_on_the_real_engine_restores_the_flags(
     for t in (t for t in result.trials if t.path == "typed-own"):
         typed = t.judgement.get("typed", t.judgement)
         assert typed["observed"]["held_out"] is True, typed
+        # both scenarios keep one point: the operator re-sends the same prompts, so the
+        # pair is read paired (`--passages same`) and no settling run can help
+        assert typed["observed"]["same_prompts"] is True and "settled" not in t.judgement
         if "settled" in t.judgement:
             # offered where passages leave the answer open, or carry a "not physics"
             assert typed["outcome"] in ("not enough evidence", "not physics"), typed

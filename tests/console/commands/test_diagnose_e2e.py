@@ -4,6 +4,7 @@ and the sweep it suggests for a short baseline, run exactly as printed, covers i
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,3 +72,22 @@ def test_typed_contexts_refusals_and_a_suggested_sweep_run_as_printed(host: str)
     assert "outside the swept contexts" not in again.stdout, again.stdout
     assert "prompt 13 + 32 out (mid-decode context 29)" in again.stdout
     assert "carries this host's noise" in again.stdout  # typed figures carry the noise
+
+    # The same prompts re-sent at one point (`--passages same`): paired, no passage term
+    # in the residual, and no settling run (it would measure today's engine twice).
+    same = _cli("diagnose", host, "--observed", "300", "--context", "512", "--text", "code",
+                "--observed-requests", "3", "--baseline", "400", "--baseline-context", "512",
+                "--baseline-requests", "3", "--passages", "same", "--json")  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    judged = json.loads(same.stdout)
+    judged = judged.get("verdict", judged)
+    assert judged["observed"]["same_prompts"] is True and judged["settle"] is None, judged
+    assert any("paired by prompt" in line for line in judged["arithmetic"]), judged
+    # ... refused, in one sentence, where the prompts cannot be the same ones
+    apart = _cli("diagnose", host, "--observed", "300", "--context", "512", "--text", "code",
+                 "--baseline", "400", "--baseline-context", "64", "--passages", "same")  # fmt: skip
+    assert apart.returncode == 1 and apart.stderr.count("\n") == 1, apart.stderr
+    assert "--passages same needs both figures at the same prompt length" in apart.stderr
+    twice = _cli("diagnose", host, "--observed", "300", "--context", "512", "--text", "code",
+                 "--baseline", "400", "--baseline-context", "512", "--settle")  # fmt: skip
+    assert twice.returncode == 1 and "cannot say what changed" in twice.stderr, twice.stderr

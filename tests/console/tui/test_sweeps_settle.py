@@ -92,4 +92,4 @@ async def test_figures_on_the_sweep_s_passages_carry_no_passage_term() -> None:
         assert not app.screen.query_one("#sweep-settle-button").display
 
         await _explain(pilot, "mine", views.repeated_sweep())
-        assert any("own (your prompts) or sweep" in n.message for n in app._notifications)
+        assert any("own (your prompts), same" in n.message for n in app._notifications)
