@@ -43,7 +43,7 @@ from console.analysis.noise_profile import Z95
 from console.analysis.passage_spread import passage_spread
 from console.analysis.settle_plan import SettlePlan
 from console.analysis.step_line_check import falling_step_line
-from console.analysis.thresholds import CHECK_LEVEL, EDGE, MATTERS, TYPE_TOL
+from console.analysis.thresholds import CHANGE_LEVEL, CHECK_LEVEL, EDGE, MATTERS, TYPE_TOL
 from console.analysis.typed_noise import noise_at
 from console.analysis.verdict_outcome import decide, passage_led
 from console.analysis.verdict_records import (
@@ -75,9 +75,7 @@ __all__ = [
     "with_host_noise",
 ]  # fmt: skip
 
-RESAMPLES = 300  # refits per verdict: ~0.3 s of pure Python on a 40-request sweep
-MIN_PER_POINT = 2  # requests per sweep point below which there is no spread to resample
-_far = far
+RESAMPLES, MIN_PER_POINT = 300, 2  # refits a verdict (~0.3 s); requests a point at least
 
 
 def _inside(model: ThroughputModel, context: float) -> bool:
@@ -183,7 +181,7 @@ def _hard_gaps(sweep: Sweep, check: FactorRange | None, exact: bool = False) -> 
             f"a sweep point rests on {thin} request (at least {MIN_PER_POINT} give a spread "
             "to resample); sweep again with --repeat 3"
         )
-    if check is not None and check.moved and _far(check.ratio.value, 2 * MATTERS) and not exact:
+    if check is not None and check.moved and far(check.ratio.value, 2 * MATTERS) and not exact:
         reasons.append(
             f"the baseline is {check.text()} off the model's own prediction for it: the "
             "sweep does not describe the baseline (other flags, or the host's load drifted "
@@ -392,8 +390,7 @@ def _one(
     observed = _with_noise(sweep, observed, text)
     baseline = _with_noise(sweep, baseline, b_text) if baseline is not None else None
     b_ctx = baseline.context if baseline is not None else model.contexts[0]
-    # a commit residual only where the commit rests on samples (a typed figure has none)
-    commits = (observed.commit if observed.n >= 2 else None,
+    commits = (observed.commit if observed.n >= 2 else None,  # typed figures have none
                baseline.commit if baseline is not None else None)  # fmt: skip
     point = _split(model, observed.tok_s, observed.context, text,
                    baseline.tok_s if baseline else None, b_ctx, b_text, commits)  # fmt: skip
@@ -411,7 +408,9 @@ def _one(
                     f"{b_text} -> {text} at mid-decode context {observed.context:.0f}",
                     "same text" if b_text == text else ""),
         FactorRange("residual", _interval(point.residual, [d.residual for d in draws]),
-                    f"observed {observed.tok_s:.1f} vs expected {point.expected:.1f} tok/s"),
+                    f"observed {observed.tok_s:.1f} vs expected {point.expected:.1f} tok/s",
+                    decision=_interval(point.residual, [d.residual for d in draws],
+                                       CHANGE_LEVEL)),
     )  # fmt: skip
     check = _baseline_check(model, baseline, b_ctx, b_text, point, draws)
     expected = _interval(point.expected, [d.expected for d in draws])

@@ -261,6 +261,9 @@ class FactorRange:
     ratio: Interval
     detail: str = ""
     exact: str = ""  # why it is exact ("same context"), empty when it is not
+    # The interval "not physics" is decided on (the residual's, at `CHANGE_LEVEL`); None:
+    # `ratio` serves both questions.
+    decision: Interval | None = None
 
     @property
     def moved(self) -> bool:

@@ -181,13 +181,13 @@ def test_the_settle_command_is_the_diagnose_commands_own() -> None:
 
 
 def test_a_not_physics_resting_on_the_passage_term_offers_the_settling_run() -> None:
-    # 5x across two points from own prompts: outside the model's band for unseen
+    # 10x across two points from own prompts: outside the model's band for unseen
     # passages, yet a band one null in twenty leaves: the answer says so and names the run
     # that confirms it before the operator hunts a bug.
     s = population_sweep(seed=1, passages=range(6))
     a = own_figure("code", 256, 40, random.Random(3))
     b = own_figure("code", 1800, 60, random.Random(4))
-    j = judge(s, Observed.typed_at(b / 5, 1800, "code", output=OUTPUT, requests=3),
+    j = judge(s, Observed.typed_at(b / 10, 1800, "code", output=OUTPUT, requests=3),
               typed_baseline(s, a, 256, "code", output=OUTPUT, requests=3))  # fmt: skip
     assert j.outcome == "not physics", j.text()
     assert j.settle is not None and j.offer == j.settle.command(), j.text()
@@ -200,7 +200,7 @@ def test_at_one_point_the_confirmation_is_the_baselines_prompts_not_a_settling_r
     # the baseline's own prompts re-sent (`--passages same`) instead.
     s = population_sweep(seed=1, passages=range(6))
     a = own_figure("code", 1000, 40, random.Random(3))
-    j = judge(s, Observed.typed_at(3 * a, 1000, "code", output=OUTPUT, requests=3),
+    j = judge(s, Observed.typed_at(5 * a, 1000, "code", output=OUTPUT, requests=3),
               typed_baseline(s, a, 1000, "code", output=OUTPUT, requests=3))  # fmt: skip
     assert j.outcome == "not physics", j.text()
     assert j.settle is None and "--passages same" in j.headline, j.text()
