@@ -9,19 +9,10 @@ interval; or `--json`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from console.commands.base import (
-    EXIT_FAILED,
-    HostCommand,
-    err,
-    ints,
-    measure_session,
-    progress,
-    with_service,
-)
-from console.commands.sampling_options import add_sampling_options
+from console.commands.base import HostCommand, ints
+from console.commands.restoring import add_restart_options, run_restoring
 from console.experiments.breakeven import (
     LEVEL,
     RESAMPLES,
@@ -29,7 +20,6 @@ from console.experiments.breakeven import (
     run_breakeven,
     table_lines,
 )
-from console.service import EngineService
 
 
 def print_breakeven(result: BreakevenResult, host: str) -> None:
@@ -59,24 +49,14 @@ def print_restart_footer(result: Any) -> None:
 
 
 async def cmd_breakeven(args: argparse.Namespace) -> int:
-    async def body(service: EngineService) -> int:
-        session = measure_session(service, args)
-        with progress(args, "breakeven") as tick:
-            result = await run_breakeven(
-                session, contexts=args.contexts, output_tokens=args.output,
-                text_type=args.text, repeat=args.repeat, seed=args.seed,
-                timeout=args.timeout, tick=tick,
-            )  # fmt: skip
-        if args.json:
-            print(json.dumps(result.as_dict(), indent=2, default=str))
-        else:
-            print_breakeven(result, args.host)
-        if not result.restored:
-            err(f"The engine on {args.host} is not on its original flags; see above.")
-            return EXIT_FAILED
-        return 0
+    async def run(session, tick):
+        return await run_breakeven(
+            session, contexts=args.contexts, output_tokens=args.output,
+            text_type=args.text, repeat=args.repeat, seed=args.seed,
+            timeout=args.timeout, tick=tick,
+        )  # fmt: skip
 
-    return await with_service(args, body)
+    return await run_restoring(args, "breakeven", run, lambda r: print_breakeven(r, args.host))
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
@@ -91,10 +71,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
     p.add_argument("--output", type=int, default=128, help="output tokens per request")
     p.add_argument("--text", default="code", help="text type (code, prose, repetitive)")
     p.add_argument("--repeat", type=int, default=3, help="requests per arm and context")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
-    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
-    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
-    p.add_argument("--json", action="store_true", help="machine-readable output only")
-    add_sampling_options(p, what="both arms", seed_flag="--sampling-seed")
+    add_restart_options(p)
     p.set_defaults(func=cmd_breakeven)

@@ -9,22 +9,15 @@ with its interval, and the concurrency at which speculation stops paying; or `--
 from __future__ import annotations
 
 import argparse
-import json
 
 from console.analysis.load_format import table_lines
 from console.commands.base import (
-    EXIT_FAILED,
     HostCommand,
-    err,
     ints,
-    measure_session,
-    progress,
-    with_service,
 )
 from console.commands.breakeven import print_restart_footer
-from console.commands.sampling_options import add_sampling_options
+from console.commands.restoring import add_restart_options, run_restoring
 from console.experiments.load import LEVELS, LoadResult, run_load
-from console.service import EngineService
 
 
 def print_load(result: LoadResult) -> None:
@@ -44,24 +37,14 @@ def print_load(result: LoadResult) -> None:
 
 
 async def cmd_load(args: argparse.Namespace) -> int:
-    async def body(service: EngineService) -> int:
-        session = measure_session(service, args)
-        with progress(args, "load") as tick:
-            result = await run_load(
-                session, concurrency=args.concurrency, context=args.context,
-                text_type=args.text, output_tokens=args.output, waves=args.waves,
-                spec_only=args.spec_only, seed=args.seed, timeout=args.timeout, tick=tick,
-            )  # fmt: skip
-        if args.json:
-            print(json.dumps(result.as_dict(), indent=2, default=str))
-        else:
-            print_load(result)
-        if not result.restored:
-            err(f"The engine on {args.host} is not on its original flags; see above.")
-            return EXIT_FAILED
-        return 0
+    async def run(session, tick):
+        return await run_load(
+            session, concurrency=args.concurrency, context=args.context,
+            text_type=args.text, output_tokens=args.output, waves=args.waves,
+            spec_only=args.spec_only, seed=args.seed, timeout=args.timeout, tick=tick,
+        )  # fmt: skip
 
-    return await with_service(args, body)
+    return await run_restoring(args, "load", run, print_load)
 
 
 def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None:
@@ -81,10 +64,5 @@ def register(sub: argparse._SubParsersAction, host_command: HostCommand) -> None
         "--spec-only", action="store_true",
         help="the configured flags only: no speculation-off arm, no restart",
     )  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each restart")
-    p.add_argument("--prompts", metavar="FILE", help="extra texts: a .txt (one type) or .jsonl")
-    p.add_argument("--no-store", action="store_true", help="do not record the run in history")
-    p.add_argument("--json", action="store_true", help="machine-readable output only")
-    add_sampling_options(p, what="both arms", seed_flag="--sampling-seed")
+    add_restart_options(p)
     p.set_defaults(func=cmd_load)

@@ -1,5 +1,7 @@
 """Batched decoding is lossless: every request's tokens, decoded in a batch with others
-that join and leave mid-decode, are the tokens it gets decoded alone (greedy)."""
+that join and leave mid-decode, are the tokens it gets decoded alone: greedy, and sampled
+with a seed per request (each sequence draws from its own generator, in the order it
+would alone)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 from engine.batch import BatchDecoder
 from engine.checkpoint import load_bundle
 from engine.decode import Decoder
+from engine.sampling import GREEDY, SamplingSettings
 
 TEXTS = ["def f(x):\n", "import os\n", "class Stack:\n    def push", "x", "for i in range(10):"]
 ARMS = [("ar", None), ("dflash", None), ("ddtree", 3), ("ddtree", 12)]
@@ -18,7 +21,8 @@ def bundle(tiny_pair):
     return load_bundle(*tiny_pair)
 
 
-def run_batched(dec: Decoder, prompts: list[list[int]], n: int, concurrency: int) -> dict:
+def run_batched(dec: Decoder, prompts: list[list[int]], n: int, concurrency: int,
+                sampling=lambda i: GREEDY) -> dict:  # fmt: skip
     """Requests join one per round while fewer than `concurrency` run; each leaves at its end."""
     batch, out, waiting = (
         BatchDecoder(dec),
@@ -28,7 +32,8 @@ def run_batched(dec: Decoder, prompts: list[list[int]], n: int, concurrency: int
     while waiting or len(batch):
         if waiting and len(batch) < concurrency:
             i = waiting.pop(0)
-            out[i] += batch.join(i, prompts[i], max_new_tokens=n + 3 * i).tokens
+            out[i] += batch.join(i, prompts[i], max_new_tokens=n + 3 * i,
+                                 sampling=sampling(i)).tokens  # fmt: skip
         for key, step in batch.step().items():
             out[key] += step.tokens
     return out
@@ -42,6 +47,24 @@ def test_batched_tokens_equal_alone(bundle, method, budget):
     alone = {i: dec.generate(p, max_new_tokens=16 + 3 * i).tokens for i, p in enumerate(prompts)}
     for concurrency in (1, 2, 4, 8):
         assert run_batched(dec, prompts, 16, concurrency) == alone, concurrency
+
+
+@pytest.mark.parametrize(("method", "budget"), ARMS)
+def test_seeded_sampled_tokens_batched_equal_alone(bundle, method, budget):
+    tok = bundle.tokenizer
+    prompts = [tok.encode(t) for t in TEXTS * 2][:8]
+    dec = Decoder(bundle.target, bundle.drafter, method=method, budget=budget)
+
+    def sampling(i: int) -> SamplingSettings:  # a seed of its own, two settings in turn
+        return SamplingSettings(temperature=1.0 if i % 2 else 0.6, top_p=0.9 if i % 2 else 1.0,
+                                seed=100 + i)  # fmt: skip
+
+    alone = {i: dec.generate(p, max_new_tokens=16 + 3 * i, sampling=sampling(i)).tokens
+             for i, p in enumerate(prompts)}  # fmt: skip
+    greedy = {i: dec.generate(p, max_new_tokens=16 + 3 * i).tokens for i, p in enumerate(prompts)}
+    assert alone != greedy  # the draws do something (the test could not pass by greedy)
+    for concurrency in (2, 4, 8):
+        assert run_batched(dec, prompts, 16, concurrency, sampling) == alone, concurrency
 
 
 def test_a_request_leaving_mid_decode_leaves_the_rest_unchanged(bundle):
