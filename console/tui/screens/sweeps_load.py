@@ -5,21 +5,29 @@ concurrency 1, 2, 4 and 8, and show its table in the break-even panel.
 A mixin of `SweepsScreen`, like the break-even panel: the run restarts the engine with
 speculation off and back (the experiment restores the flags itself), progress in the
 sweep row, C cancels. The table is the experiment's own (`load_format.table_lines`); the
-screen computes nothing.
+screen computes nothing. The view's three charts then put the table's per-stream tok/s,
+step time and commit against concurrency, one line per arm, each level's interval as a
+bar (`load_series`): where the speculation line meets the plain-decoding one is the
+break-even by concurrency.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.widgets import Input, Static
 
+from console.analysis.intervals import Interval
 from console.analysis.load_format import table_lines
+from console.analysis.load_table import LoadLevel, LoadTable
 from console.errors import ConsoleError
 from console.experiments.load import LEVELS
 from console.numbers import parse_count, parse_counts
 from console.tui.messages import LoadRan, RunLoad
 from console.tui.screens.sweeps_breakeven import begin_restarting_run, end_restarting_run
 from console.tui.screens.sweeps_methods import fixed_only
+from console.tui.widgets.chart import Chart, ChartSeries
 
 DEFAULT_WAVES = 3  # `specconsole load --waves`'s default
 
@@ -49,6 +57,32 @@ def load_params(
     }
 
 
+ARMS = (("speculation", lambda row: row.spec), ("speculation off", lambda row: row.ar))
+# (chart, the level's figure, scale): per-stream tok/s, step time in ms, commit
+LOAD_CHARTS = (
+    ("#sweep-tok", lambda lv: lv.stream_tok_s, 1.0),
+    ("#sweep-step", lambda lv: lv.step_s, 1000.0),
+    ("#sweep-commit", lambda lv: lv.commit, 1.0),
+)
+
+
+def load_series(
+    table: LoadTable, figure: Callable[[LoadLevel], Interval | None], scale: float = 1.0
+) -> list[ChartSeries]:
+    """One series per arm of the load table, x the concurrency, y `figure(level)` with its
+    interval as a bar; an arm (or a figure: plain decoding has no commit) the table lacks
+    is left out."""
+    out = []
+    for label, arm in ARMS:
+        pts = [(float(row.concurrency), figure(arm(row))) for row in table.rows
+               if arm(row) is not None and figure(arm(row)) is not None]  # fmt: skip
+        if pts:
+            ys = [(x, iv.value * scale) for x, iv in pts]
+            bars = [(iv.low * scale, iv.high * scale) for _, iv in pts]
+            out.append(ChartSeries(label, ys, markers=True, spread=bars))
+    return out
+
+
 class LoadPanel:
     """Mixed into `SweepsScreen`: the load run, its table in the break-even panel."""
 
@@ -74,3 +108,8 @@ class LoadPanel:
         summary = result.table.breakeven.text() if result.table and result.table.breakeven else ""
         q("#breakeven-line", Static).update(f"load run {result.run_id}: {summary}")
         self.set_class(True, "-breakeven")  # type: ignore[attr-defined]
+        if result.table is not None:
+            for selector, figure, scale in LOAD_CHARTS:
+                chart = q(selector, Chart)
+                chart.x_label = "concurrency (streams at once)"
+                chart.set_series(load_series(result.table, figure, scale))

@@ -16,6 +16,7 @@ from console.tui.messages import LoadRan, Request
 from console.tui.screens.dashboard import DashboardScreen
 from console.tui.screens.sweeps import SweepsScreen
 from console.tui.screens.sweeps_load import load_params
+from console.tui.widgets.chart import Chart
 from tests.console.analysis.test_load_table import _run
 from tests.console.tui import fakes
 from tests.console.tui.pilot import until
@@ -70,3 +71,19 @@ async def test_load_from_the_palette_runs_and_shows_its_table(
         line = str(screen.query_one("#breakeven-line").render())
         assert line.startswith("load run 7: speculation stops paying at concurrency")
         assert screen.has_class("-breakeven")
+        # the charts: per-stream tok/s, step and commit against concurrency, one line per
+        # arm, each level's interval as its bar
+        tok = screen.query_one("#sweep-tok", Chart)
+        assert tok.x_label.startswith("concurrency")
+        by_arm = {s.label: s for s in tok._series}
+        assert set(by_arm) == {"speculation", "speculation off"}
+        spec = by_arm["speculation"]
+        assert [x for x, _ in spec.points] == [1.0, 8.0]
+        assert [y for _, y in spec.points] == [r.spec.stream_tok_s.value for r in table.rows]
+        assert spec.spread[0] == (table.rows[0].spec.stream_tok_s.low,
+                                  table.rows[0].spec.stream_tok_s.high)  # fmt: skip
+        step = {s.label: s for s in screen.query_one("#sweep-step", Chart)._series}
+        assert step["speculation off"].points[1][1] == pytest.approx(
+            table.rows[1].ar.step_s.value * 1000)  # fmt: skip
+        commit = {s.label for s in screen.query_one("#sweep-commit", Chart)._series}
+        assert "speculation" in commit
