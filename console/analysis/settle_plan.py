@@ -34,6 +34,11 @@ class TypedFigure:
     output: int
     requests: int = 1
 
+    @property
+    def point(self) -> tuple[int, str, int]:
+        """Where it was read: two figures at one point can only be the same passages."""
+        return (self.prompt, self.text_type, self.output)
+
     def as_dict(self) -> dict[str, Any]:
         return {"tok_s": self.tok_s, "prompt": self.prompt, "text_type": self.text_type,
                 "output": self.output, "requests": self.requests}  # fmt: skip
@@ -75,8 +80,7 @@ class SettlePlan:
         base = _typed(baseline, obs.text_type) if baseline is not None else None
         if baseline is not None and base is None:
             return None
-        if base is not None and (base.prompt, base.text_type, base.output) == (
-                obs.prompt, obs.text_type, obs.output):  # fmt: skip
+        if base is not None and base.point == obs.point:
             return None
         for f in (obs, base):
             if f is not None and limit is not None and f.prompt + obs.output > limit:

@@ -202,10 +202,10 @@ class Observed:
         if self.noise is not None:
             ratio = self.noise.draw(rng, self.typed_requests)
             if self.passages is not None:  # each typed request read a passage of its own
-                shift = passage_shift
-                if shift is None:
-                    shift = self.passages.draw(rng, self.typed_requests)
-                ratio *= math.exp(shift)
+                log_shift = passage_shift
+                if log_shift is None:
+                    log_shift = self.passages.draw(rng, self.typed_requests)
+                ratio *= math.exp(log_shift)
             return self.tok_s / ratio, self.commit
         return self.tok_s, self.commit
 

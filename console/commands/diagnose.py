@@ -201,8 +201,7 @@ def settle_plan(args: argparse.Namespace, host: str) -> SettlePlan:
         baseline = TypedFigure(args.baseline, round(args.baseline_context),
                                args.baseline_text or text, args.baseline_output or output,
                                args.baseline_requests)  # fmt: skip
-        if (baseline.prompt, baseline.text_type, baseline.output) == (
-                observed.prompt, observed.text_type, observed.output):  # fmt: skip
+        if baseline.point == observed.point:
             raise MeasureError(
                 "Both figures are at one point, so measuring it now cannot say what changed "
                 "since the baseline: send the baseline's own prompts again and read the pair "

@@ -211,6 +211,7 @@ class VerdictPanel:
             ).verdict  # fmt: skip
         # The same function `specconsole diagnose --observed` calls (and `bench verdict`
         # scores): prompt lengths as typed, each figure with this host's noise at its point.
+        passages = self._passages()
         return typed_verdict(
             sweep, self._number("#v-observed", "observed tok/s") or 0.0,
             self._number("#v-context", "prompt length it was observed at") or 0.0,
@@ -219,7 +220,7 @@ class VerdictPanel:
             requests=self._count("#v-requests", "request count") or 1,
             baseline=baseline, baseline_prompt=b_context, baseline_text=b_text,
             baseline_output=b_output, baseline_requests=b_requests,
-            held_out=self._passages() != "sweep", same_prompts=self._passages() == "same",
+            held_out=passages != "sweep", same_prompts=passages == "same",
         )  # fmt: skip
 
     @work(group="sweep-load-verdict", exclusive=True, exit_on_error=False)
