@@ -234,3 +234,52 @@ def test_bench_temperature_reports_both_temperatures(tiny_pair, tmp_path, capsys
     table = capsys.readouterr().out
     assert "T=0" in table and "T=1" in table and "8g-rep" in table
     assert any(line.strip().startswith("ddtree") for line in table.splitlines())
+
+
+def test_concurrency_arm_times_decode_apart_from_prefill(tiny_pair, tmp_path, capsys):
+    """--concurrency: per level and arm, the aggregate decode rate is decode tokens over
+    the verify rounds' time only (a stream's prefill runs alone when it joins and is
+    timed apart), with its spread over --repeat and the ratio to the first level paired
+    repeat by repeat."""
+    from engine.bench.__main__ import build_parser
+    from engine.bench.concurrency import print_concurrency, run_concurrency
+
+    prompts = tmp_path / "p.jsonl"
+    rows = [("c", "code", "def f(x):\n"), ("p", "prose", "The cat sat on the mat")]
+    prompts.write_text("".join(json.dumps({"id": i, "type": t, "prompt": p}) + "\n"
+                               for i, t, p in rows))  # fmt: skip
+    args = build_parser().parse_args(
+        ["--model-path", str(tiny_pair[0]), "--draft-model-path", str(tiny_pair[1]),
+         "--prompts", str(prompts), "--max-new-tokens", "9", "--repeat", "2",
+         "--methods", "ar,ddtree", "--budgets", "none", "--concurrency", "1,3"]
+    )  # fmt: skip
+    report = run_concurrency(args)
+    assert set(report) == {"ar", "ddtree"}
+    for levels in report.values():
+        assert [lv["concurrency"] for lv in levels] == [1, 3]
+        assert levels[0]["x_first_level"] == {"median": 1.0, "min": 1.0, "max": 1.0}
+        for lv in levels:
+            assert len(lv["runs"]) == 2
+            for run in lv["runs"]:
+                # a stream's first token is prefill's, the other 8 decode's; a level
+                # cycles the 2 prompts until it has at least N requests
+                requests = 2 * -(-lv["concurrency"] // 2)
+                assert run["first_tokens"] == requests and run["decode_tokens"] == 8 * requests
+                assert run["aggregate_tok_s"] == pytest.approx(
+                    run["decode_tokens"] / run["decode_s"]
+                )
+                assert run["per_stream_tok_s"] == pytest.approx(
+                    run["aggregate_tok_s"] / lv["concurrency"]
+                )
+                wall = (run["decode_tokens"] + run["first_tokens"]) / (
+                    run["decode_s"] + run["prefill_s"]
+                )
+                assert run["wall_tok_s"] == pytest.approx(wall) and run["prefill_s"] > 0
+            agg = lv["aggregate_tok_s"]
+            assert agg["min"] <= agg["median"] <= agg["max"]
+            ratios = [r["aggregate_tok_s"] / f["aggregate_tok_s"]
+                      for r, f in zip(lv["runs"], levels[0]["runs"], strict=True)]  # fmt: skip
+            assert lv["x_first_level"]["median"] == pytest.approx(sum(ratios) / 2)
+    print_concurrency(report)
+    table = capsys.readouterr().out
+    assert "prefill apart" in table and table.count("ddtree") == 2
