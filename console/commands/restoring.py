@@ -1,7 +1,8 @@
 """What the experiments that restart the engine and put its flags back (`breakeven`,
-`load`) share on the command line: the run under a progress line, its JSON or its
-printout, and exit 1 whenever the original flags did not come back; and their common
-options (seed, restart timeout, extra texts, history, JSON, sampling)."""
+`load`, `bench verdict`) share on the command line: the run under a progress line, its
+JSON (also to `--save FILE` where the command has it) or its printout, and exit 1
+whenever the original flags did not come back; and their common options (seed, restart
+timeout, extra texts, history, JSON, sampling)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ async def run_restoring(
         session = measure_session(service, args)
         with progress(args, name) as tick:
             result = await run(session, tick)
+        if getattr(args, "save", None):  # the table on screen and the JSON kept, one run
+            with open(args.save, "w") as fh:
+                json.dump(result.as_dict(), fh, indent=2, default=str)
         if args.json:
             print(json.dumps(result.as_dict(), indent=2, default=str))
         else:

@@ -14,11 +14,12 @@ its original flags.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+from typing import Any
 
 from console.analysis.sample_size import SampleTarget
-from console.commands.base import EXIT_FAILED, err, measure_session, progress, with_service
+from console.commands.base import err
+from console.commands.restoring import run_restoring
 from console.commands.sampling_options import add_sampling_options
 from console.experiments.verdict_bench import (
     MAX_ROUNDS,
@@ -33,7 +34,7 @@ from console.experiments.verdict_bench import (
     Trial,
     run_bench,
 )
-from console.service import EngineService
+from console.measure.session import MeasureSession
 
 
 def print_bench(result: BenchResult) -> None:
@@ -79,29 +80,16 @@ async def cmd_bench_verdict(args: argparse.Namespace) -> int:
     # they would become the latest sweep a later `diagnose` explains with) unless asked.
     args.no_store = not args.store
 
-    async def body(service: EngineService) -> int:
-        session = measure_session(service, args)
-        with progress(args, "verdict benchmark") as tick:
-            result = await run_bench(
-                session, scenarios=args.scenarios, runs=args.runs, output_tokens=args.output,
-                target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
-                                    max_repeat=args.max_rounds, passages=PASSAGES),
-                seed=args.seed, timeout=args.timeout, tick=tick, paths=args.paths,
-                on_trial=None if args.json else _trial_line, calibrate=not args.no_calibrate,
-            )  # fmt: skip
-        if args.save:  # the table on screen and the JSON kept, from the same run
-            with open(args.save, "w") as fh:
-                json.dump(result.as_dict(), fh, indent=2, default=str)
-        if args.json:
-            print(json.dumps(result.as_dict(), indent=2, default=str))
-        else:
-            print_bench(result)
-        if not result.restored:
-            err(f"The engine on {args.host} is not on its original flags; see above.")
-            return EXIT_FAILED
-        return 0
+    def run(session: MeasureSession, tick) -> Any:
+        return run_bench(
+            session, scenarios=args.scenarios, runs=args.runs, output_tokens=args.output,
+            target=SampleTarget(target_rel=args.target, min_repeat=MIN_ROUNDS,
+                                max_repeat=args.max_rounds, passages=PASSAGES),
+            seed=args.seed, timeout=args.timeout, tick=tick, paths=args.paths,
+            on_trial=None if args.json else _trial_line, calibrate=not args.no_calibrate,
+        )  # fmt: skip
 
-    return await with_service(args, body)
+    return await run_restoring(args, "verdict benchmark", run, print_bench)
 
 
 def _scenarios(text: str) -> list[str]:
